@@ -1,0 +1,137 @@
+"""Node-indexed storage of the caller's embeddings.
+
+The search never looks inside an embedding; it only says which node's embedding the model
+continues from and which node receives the result. Arrays (torch on any device, or numpy) live
+in one ``[B, N + 1, ...]`` buffer per leaf and move with a single gather/scatter per simulation;
+Python objects (simulator states) live in per-root lists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:  # torch is optional for the search itself
+    import torch
+except ImportError:  # pragma: no cover - torch is a project dependency
+    torch = None
+
+
+def _is_tensor(x: Any) -> bool:
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _map(fn, tree: Any) -> Any:
+    """Applies ``fn`` to the array leaves of a tuple/NamedTuple/dict nest."""
+    if isinstance(tree, dict):
+        return {key: _map(fn, value) for key, value in tree.items()}
+    if isinstance(tree, tuple):
+        mapped = [_map(fn, value) for value in tree]
+        return type(tree)(*mapped) if hasattr(tree, "_fields") else tuple(mapped)
+    return fn(tree)
+
+
+def _map2(fn, tree: Any, other: Any) -> None:
+    if isinstance(tree, dict):
+        if not isinstance(other, dict) or other.keys() != tree.keys():
+            raise ValueError(f"recurrent_fn returned an embedding with keys {list(other)}; expected {list(tree)}")
+        for key in tree:
+            _map2(fn, tree[key], other[key])
+    elif isinstance(tree, tuple):
+        if not isinstance(other, tuple) or len(other) != len(tree):
+            raise ValueError("recurrent_fn returned an embedding nest of another structure than the root's")
+        for leaf, other_leaf in zip(tree, other, strict=True):
+            _map2(fn, leaf, other_leaf)
+    else:
+        fn(tree, other)
+
+
+class ArrayEmbeddings:
+    """Embeddings as arrays: a torch tensor, a numpy array, or a tuple/dict nest of them.
+
+    ``storage`` mirrors the root's nest with leaves of shape ``[B, N + 1, ...]``.
+    """
+
+    def __init__(self, root_embedding: Any, num_simulations: int):
+        self.batch_size = None
+
+        def allocate(leaf):
+            if not (_is_tensor(leaf) or isinstance(leaf, np.ndarray)):
+                raise TypeError(
+                    "embedding leaves must be torch tensors or numpy arrays [B, ...] (or pass a "
+                    f"Python list of B objects); got {type(leaf).__name__}"
+                )
+            if leaf.ndim < 1:
+                raise ValueError("embedding arrays need a leading batch dimension [B, ...]; got a scalar")
+            if self.batch_size is None:
+                self.batch_size = leaf.shape[0]
+            shape = (leaf.shape[0], num_simulations + 1, *leaf.shape[1:])
+            if _is_tensor(leaf):
+                buffer = torch.empty(shape, dtype=leaf.dtype, device=leaf.device)
+                self.device = leaf.device
+            else:
+                buffer = np.empty(shape, dtype=leaf.dtype)
+            buffer[:, 0] = leaf
+            return buffer
+
+        self.device = None
+        self.storage = _map(allocate, root_embedding)
+        if self.device is not None:
+            self._batch_range = torch.arange(self.batch_size, device=self.device)
+        self._numpy_batch_range = np.arange(self.batch_size)
+
+    def _index(self, node_index: np.ndarray, leaf: Any):
+        if _is_tensor(leaf):
+            return self._batch_range, torch.from_numpy(node_index).to(leaf.device, torch.long)
+        return self._numpy_batch_range, node_index
+
+    def gather(self, node_index: np.ndarray) -> Any:
+        """Embeddings of ``node_index`` ``[B]``, one per root."""
+        return _map(lambda leaf: leaf[self._index(node_index, leaf)], self.storage)
+
+    def scatter(self, node_index: np.ndarray, embedding: Any) -> None:
+        """Stores ``embedding`` (a nest like the root's, leaves ``[B, ...]``) at ``node_index``."""
+
+        def write(leaf, value):
+            if tuple(value.shape) != (leaf.shape[0], *leaf.shape[2:]):
+                raise ValueError(
+                    f"recurrent_fn returned an embedding of shape {tuple(value.shape)}; expected "
+                    f"{(leaf.shape[0], *leaf.shape[2:])} like the root embedding"
+                )
+            leaf[self._index(node_index, leaf)] = value
+
+        _map2(write, self.storage, embedding)
+
+    def actions(self, action: np.ndarray) -> Any:
+        """The actions in the embeddings' own kind: a long tensor on their device, or numpy."""
+        if self.device is not None:
+            return torch.from_numpy(action).to(self.device, torch.long)
+        return action.copy()
+
+
+class ObjectEmbeddings:
+    """Embeddings as Python objects (e.g. game states): ``storage[b][node]``."""
+
+    def __init__(self, root_embedding: list, num_simulations: int):
+        self.batch_size = len(root_embedding)
+        self.storage = [[state] + [None] * num_simulations for state in root_embedding]
+
+    def gather(self, node_index: np.ndarray) -> list:
+        return [row[node] for row, node in zip(self.storage, node_index.tolist(), strict=True)]
+
+    def scatter(self, node_index: np.ndarray, embedding: list) -> None:
+        if len(embedding) != self.batch_size:
+            raise ValueError(f"recurrent_fn returned {len(embedding)} embeddings; expected {self.batch_size}")
+        for row, node, state in zip(self.storage, node_index.tolist(), embedding, strict=True):
+            row[node] = state
+
+    def actions(self, action: np.ndarray) -> np.ndarray:
+        return action.copy()
+
+
+def make_embedding_store(root_embedding: Any, num_simulations: int):
+    """A Python ``list`` holds one object per root; anything else is an array nest."""
+    if isinstance(root_embedding, list):
+        return ObjectEmbeddings(root_embedding, num_simulations)
+    return ArrayEmbeddings(root_embedding, num_simulations)

@@ -1,0 +1,252 @@
+"""Public policies: ``muzero_policy`` (PUCT) and ``gumbel_muzero_policy``.
+
+Modelled on mctx's ``policies.py``: a root output, a batched recurrent function and keyword-only
+hyperparameters with the papers' defaults. Differences from mctx, all deliberate:
+
+* the recurrent function is ``recurrent_fn(embedding, action) -> (StepOutput, new_embedding)``
+  (no params/rng: close over your network); in value-prefix mode it gets a third argument,
+  ``is_reset [B] bool`` (zero the recurrent state you return for those rows);
+* masks are ``legal_mask`` with True = legal, and may also come per node in ``StepOutput.legal``;
+* randomness comes from per-root keys (``seed``), so a root's noise does not depend on the batch;
+* ``deterministic=True`` turns every source of noise off (evaluation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from search import kernels, rng
+from search.qtransforms import (
+    QTransform,
+    qtransform_by_parent_and_siblings,
+    qtransform_completed_by_mix_value,
+)
+from search.records import RootOutput, SearchOutput
+from search.search import run_search
+from search.tree import ROOT_INDEX, root_qvalues
+from search.validation import float_array, in_range, legal_mask_array, positive_float, positive_int
+
+_FLOAT32_TINY = np.finfo(np.float32).tiny
+
+
+def muzero_policy(
+    root: RootOutput,
+    recurrent_fn: Callable,
+    *,
+    num_simulations: int,
+    legal_mask: Any = None,
+    max_depth: int | None = None,
+    seed: int | np.ndarray = 0,
+    deterministic: bool = False,
+    dirichlet_fraction: float = 0.25,
+    dirichlet_alpha: float = 0.3,
+    dirichlet_legal_only: bool = False,
+    pb_c_init: float = 1.25,
+    pb_c_base: float = 19652.0,
+    temperature: float = 1.0,
+    qtransform: QTransform | None = None,
+    value_prefix_horizon: int | None = None,
+    dirichlet_noise: Any = None,
+    action_gumbel: Any = None,
+) -> SearchOutput:
+    """MuZero's search (Schrittwieser et al. 2020) with AlphaZero's root Dirichlet noise.
+
+    Args:
+      root: `RootOutput` with ``prior_logits [B, A]``, ``value [B]`` and the root embedding.
+      recurrent_fn: ``(embedding [B, ...], action [B]) -> (StepOutput, embedding [B, ...])``.
+      num_simulations: simulations per root (N).
+      legal_mask: ``[B, A]`` bool, True = legal at the root; ``None`` = all legal.
+      max_depth: most edges per descent (default N); a selected existing child at the cut-off
+        is re-evaluated, as in mctx.
+      seed: an int, or ``[B]`` integer per-root keys (noise then independent of batch layout).
+      deterministic: no Dirichlet noise and the most visited action (evaluation mode).
+      dirichlet_fraction, dirichlet_alpha: root noise ``(1 - f) * prior + f * Dir(alpha)``.
+      dirichlet_legal_only: draw the noise over legal actions only (mctx draws over all A
+        and masks afterwards, which wastes noise mass on illegal actions).
+      pb_c_init, pb_c_base: the pUCT exploration constants.
+      temperature: the action is sampled from ``visits ** (1 / temperature)``; 0 = argmax.
+      qtransform: value normalisation (default mctx's by parent and siblings); see
+        `search.qtransforms` for EfficientZero's tree-wide min-max.
+      value_prefix_horizon: EfficientZero value prefix: ``StepOutput.reward`` is the predicted
+        reward summed since the last reset; resets every ``H`` levels.
+      dirichlet_noise, action_gumbel: ``[B, A]`` noise to use instead of drawing it (tests).
+
+    Returns:
+      `SearchOutput`; ``action_weights`` are the root visit probabilities.
+    """
+    prior_logits, value, legal_mask, batch_size, num_actions = _validate_root(root, legal_mask)
+    num_simulations = positive_int(num_simulations, "num_simulations")
+    dirichlet_fraction = 0.0 if deterministic else in_range(dirichlet_fraction, "dirichlet_fraction", 0.0, 1.0)
+    temperature = float(temperature)
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0; got {temperature!r}")
+    positive_float(pb_c_base, "pb_c_base")
+    keys = rng.root_keys(seed, batch_size)
+
+    noise = None
+    if dirichlet_fraction > 0:
+        if dirichlet_noise is not None:
+            noise = float_array(dirichlet_noise, "dirichlet_noise", (batch_size, num_actions))
+        else:
+            alpha = positive_float(dirichlet_alpha, "dirichlet_alpha")
+            include = legal_mask if dirichlet_legal_only else np.ones_like(legal_mask)
+            noise = np.empty((batch_size, num_actions), np.float64)
+            rng.batch_dirichlet(keys, alpha, include, noise)
+    params = kernels.KernelParams(
+        policy=kernels.POLICY_MUZERO,
+        qtransform=_check_qtransform(qtransform or qtransform_by_parent_and_siblings()),
+        pb_c_init=float(pb_c_init),
+        pb_c_base=float(pb_c_base),
+        max_depth=_max_depth(max_depth, num_simulations),
+        value_prefix_horizon=_horizon(value_prefix_horizon),
+    )
+    tree, store = run_search(
+        prior_logits=prior_logits,
+        value=value,
+        embedding=root.embedding,
+        legal_mask=legal_mask,
+        recurrent_fn=recurrent_fn,
+        num_simulations=num_simulations,
+        params=params,
+        root_noise=noise,
+        noise_fraction=dirichlet_fraction,
+    )
+    visit_counts = tree.children_visits[:, ROOT_INDEX].copy()
+    action_weights = (visit_counts / visit_counts.sum(axis=1, keepdims=True)).astype(np.float32)
+    if deterministic or temperature == 0:
+        action = np.argmax(visit_counts, axis=1).astype(np.int32)
+    else:
+        if action_gumbel is not None:
+            gumbel = float_array(action_gumbel, "action_gumbel", (batch_size, num_actions))
+        else:
+            gumbel = np.empty((batch_size, num_actions), np.float64)
+            rng.batch_gumbel(keys, rng.STREAM_ACTION, 1.0, gumbel)
+        log_weights = np.log(np.maximum(action_weights, _FLOAT32_TINY))
+        scores = gumbel + (log_weights - log_weights.max(axis=1, keepdims=True)) / max(temperature, _FLOAT32_TINY)
+        action = np.argmax(np.where(legal_mask, scores, -np.inf), axis=1).astype(np.int32)
+    return SearchOutput(
+        action=action,
+        action_weights=action_weights,
+        root_value=tree.node_values[:, ROOT_INDEX].copy(),
+        visit_counts=visit_counts,
+        qvalues=root_qvalues(tree),
+        tree=tree,
+        embeddings=store.storage,
+    )
+
+
+def gumbel_muzero_policy(
+    root: RootOutput,
+    recurrent_fn: Callable,
+    *,
+    num_simulations: int,
+    legal_mask: Any = None,
+    max_depth: int | None = None,
+    seed: int | np.ndarray = 0,
+    deterministic: bool = False,
+    max_num_considered_actions: int = 16,
+    gumbel_scale: float = 1.0,
+    qtransform: QTransform | None = None,
+    value_prefix_horizon: int | None = None,
+    gumbel: Any = None,
+) -> SearchOutput:
+    """Gumbel MuZero (Danihelka et al. 2022): Gumbel-top-k root sampling, sequential halving,
+    deterministic interior selection, and the improved policy as ``action_weights``.
+
+    Args (beyond `muzero_policy`'s):
+      max_num_considered_actions: m, actions sampled without replacement at the root.
+      gumbel_scale: scale of the root Gumbel noise (0 = deterministic top-k by logits + Q).
+      qtransform: default ``qtransform_completed_by_mix_value()`` (the paper's sigma).
+      gumbel: ``[B, A]`` root Gumbel noise to use instead of drawing it (tests).
+
+    Returns:
+      `SearchOutput`; ``action_weights`` = ``softmax(logits + sigma(completed Q))`` over legal
+      actions, the paper's policy-improvement target.
+    """
+    prior_logits, value, legal_mask, batch_size, num_actions = _validate_root(root, legal_mask)
+    num_simulations = positive_int(num_simulations, "num_simulations")
+    max_num_considered_actions = positive_int(max_num_considered_actions, "max_num_considered_actions")
+    gumbel_scale = float(gumbel_scale)
+    if not (np.isfinite(gumbel_scale) and gumbel_scale >= 0):
+        raise ValueError(f"gumbel_scale must be a finite number >= 0; got {gumbel_scale!r}")
+    if deterministic:
+        root_gumbel = np.zeros((batch_size, num_actions), np.float32)
+    elif gumbel is not None:
+        root_gumbel = float_array(gumbel, "gumbel", (batch_size, num_actions))
+    else:
+        root_gumbel = np.empty((batch_size, num_actions), np.float32)
+        rng.batch_gumbel(rng.root_keys(seed, batch_size), rng.STREAM_GUMBEL, gumbel_scale, root_gumbel)
+    params = kernels.KernelParams(
+        policy=kernels.POLICY_GUMBEL,
+        qtransform=_check_qtransform(qtransform or qtransform_completed_by_mix_value()),
+        pb_c_init=1.25,
+        pb_c_base=19652.0,
+        max_depth=_max_depth(max_depth, num_simulations),
+        value_prefix_horizon=_horizon(value_prefix_horizon),
+    )
+    tree, store = run_search(
+        prior_logits=prior_logits,
+        value=value,
+        embedding=root.embedding,
+        legal_mask=legal_mask,
+        recurrent_fn=recurrent_fn,
+        num_simulations=num_simulations,
+        params=params,
+        root_gumbel=root_gumbel,
+        max_num_considered_actions=max_num_considered_actions,
+    )
+    completed_qvalues = np.empty((batch_size, num_actions), np.float64)
+    action = np.empty(batch_size, np.int32)
+    kernels.gumbel_root_outputs(tree, params, completed_qvalues, action)
+    improved_logits = np.where(legal_mask, tree.children_prior_logits[:, ROOT_INDEX] + completed_qvalues, -np.inf)
+    improved_logits -= improved_logits.max(axis=1, keepdims=True)
+    weights = np.exp(improved_logits)
+    action_weights = (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
+    return SearchOutput(
+        action=action,
+        action_weights=action_weights,
+        root_value=tree.node_values[:, ROOT_INDEX].copy(),
+        visit_counts=tree.children_visits[:, ROOT_INDEX].copy(),
+        qvalues=root_qvalues(tree),
+        tree=tree,
+        embeddings=store.storage,
+    )
+
+
+def _validate_root(root: RootOutput, legal_mask: Any):
+    if not isinstance(root, RootOutput):
+        raise TypeError(f"root must be a search.RootOutput; got {type(root).__name__}")
+    logits_shape = getattr(root.prior_logits, "shape", None)
+    if logits_shape is None or len(logits_shape) != 2 or 0 in tuple(logits_shape):
+        raise ValueError(f"root.prior_logits must have shape [B, A] with B, A >= 1; got {logits_shape}")
+    batch_size, num_actions = (int(n) for n in logits_shape)
+    prior_logits = float_array(root.prior_logits, "root.prior_logits", (batch_size, num_actions))
+    value = float_array(root.value, "root.value", (batch_size,))
+    if legal_mask is None:
+        legal_mask = np.ones((batch_size, num_actions), np.bool_)
+    else:
+        legal_mask = legal_mask_array(legal_mask, "legal_mask", (batch_size, num_actions))
+    return prior_logits, value, legal_mask, batch_size, num_actions
+
+
+def _max_depth(max_depth: int | None, num_simulations: int) -> int:
+    return num_simulations if max_depth is None else positive_int(max_depth, "max_depth")
+
+
+def _horizon(value_prefix_horizon: int | None) -> int:
+    if value_prefix_horizon is None:
+        return 0
+    return positive_int(value_prefix_horizon, "value_prefix_horizon")
+
+
+def _check_qtransform(qtransform: QTransform) -> QTransform:
+    if not isinstance(qtransform, QTransform):
+        raise TypeError(
+            "qtransform must be built with search.qtransform_by_parent_and_siblings, "
+            "qtransform_by_min_max, qtransform_tree_min_max or qtransform_completed_by_mix_value; "
+            f"got {type(qtransform).__name__}"
+        )
+    return qtransform

@@ -1,0 +1,200 @@
+"""Q transforms: how a node's child Q values become the value term of action selection.
+
+The public constructors return a `QTransform` record, the numba kernels read it. The names and
+defaults follow mctx (``mctx/_src/qtransforms.py``) so its users can translate directly; the
+tree-wide min-max transform is EfficientZero/LightZero's.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from search.tree import child_qvalue
+
+PARENT_AND_SIBLINGS = 0
+MIN_MAX = 1
+TREE_MIN_MAX = 2
+COMPLETED_BY_MIX_VALUE = 3
+
+_FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+
+
+class QTransform(NamedTuple):
+    """Which transform and its numbers; build it with the ``qtransform_*`` functions below."""
+
+    kind: int
+    epsilon: float = 1e-8
+    min_value: float = 0.0
+    max_value: float = 1.0
+    floor: float = 0.01
+    unvisited_parent_mean: bool = False
+    value_scale: float = 0.1
+    maxvisit_init: float = 50.0
+    rescale_values: bool = True
+    use_mixed_value: bool = True
+
+
+def qtransform_by_parent_and_siblings(*, epsilon: float = 1e-8) -> QTransform:
+    """mctx default for PUCT: Q normalised to [0, 1] by the min/max over the node's value and
+    its visited children's Q; unvisited children score 0."""
+    return QTransform(PARENT_AND_SIBLINGS, epsilon=epsilon)
+
+
+def qtransform_by_min_max(*, min_value: float, max_value: float) -> QTransform:
+    """Fixed bounds: ``(Q - min_value) / (max_value - min_value)``; unvisited children score 0."""
+    if not max_value > min_value:
+        raise ValueError(f"qtransform_by_min_max needs max_value > min_value; got {min_value=}, {max_value=}")
+    return QTransform(MIN_MAX, min_value=float(min_value), max_value=float(max_value))
+
+
+def qtransform_tree_min_max(*, floor: float = 0.01, unvisited: str = "parent_mean") -> QTransform:
+    """EfficientZero/LightZero: Q normalised by the min/max of every Q backed up anywhere in
+    the tree, with the range floored at ``floor`` (their ``value_delta_max``), clipped to
+    [0, 1]. ``unvisited="parent_mean"`` scores unvisited children with the mean Q of the
+    visited siblings and the parent's own estimate (their ``compute_mean_q``), which keeps
+    trees shallow; ``unvisited="min"`` scores them 0 like mctx."""
+    if unvisited not in ("parent_mean", "min"):
+        raise ValueError(f"unvisited must be 'parent_mean' or 'min'; got {unvisited!r}")
+    if not floor > 0:
+        raise ValueError(f"floor must be > 0; got {floor}")
+    return QTransform(TREE_MIN_MAX, floor=float(floor), unvisited_parent_mean=unvisited == "parent_mean")
+
+
+def qtransform_completed_by_mix_value(
+    *,
+    value_scale: float = 0.1,
+    maxvisit_init: float = 50.0,
+    rescale_values: bool = True,
+    use_mixed_value: bool = True,
+    epsilon: float = 1e-8,
+) -> QTransform:
+    """Gumbel MuZero (Danihelka et al. 2022, eq. 8-10 and appendix D): unvisited Q completed by
+    the mixed value (or the raw value when ``use_mixed_value=False``), optionally rescaled to [0, 1], then ``sigma = (maxvisit_init + max N) *
+    value_scale * Q``."""
+    return QTransform(
+        COMPLETED_BY_MIX_VALUE,
+        epsilon=epsilon,
+        value_scale=float(value_scale),
+        maxvisit_init=float(maxvisit_init),
+        rescale_values=bool(rescale_values),
+        use_mixed_value=bool(use_mixed_value),
+    )
+
+
+@numba.njit(cache=True)
+def transformed_qvalues(tree, b, node, qt, parent_mean_q, out):
+    """Writes the transformed Q of each child of ``node`` of tree ``b`` into ``out`` ``[A]``.
+
+    ``parent_mean_q`` is only read by `TREE_MIN_MAX` with ``unvisited_parent_mean``.
+    """
+    if qt.kind == COMPLETED_BY_MIX_VALUE:
+        _completed_by_mix_value(tree, b, node, qt, out)
+    elif qt.kind == TREE_MIN_MAX:
+        _tree_min_max(tree, b, node, qt, parent_mean_q, out)
+    elif qt.kind == MIN_MAX:
+        scale = 1.0 / (qt.max_value - qt.min_value)
+        for a in range(out.shape[0]):
+            q = child_qvalue(tree, b, node, a) if tree.children_visits[b, node, a] > 0 else qt.min_value
+            out[a] = (q - qt.min_value) * scale
+    else:
+        _by_parent_and_siblings(tree, b, node, qt.epsilon, out)
+
+
+@numba.njit(cache=True, inline="always")
+def _by_parent_and_siblings(tree, b, node, epsilon, out):
+    node_value = np.float64(tree.node_values[b, node])
+    low = node_value
+    high = node_value
+    for a in range(out.shape[0]):
+        if tree.children_visits[b, node, a] > 0:
+            q = child_qvalue(tree, b, node, a)
+            out[a] = q
+            low = min(low, q)
+            high = max(high, q)
+    scale = 1.0 / max(high - low, epsilon)
+    for a in range(out.shape[0]):
+        out[a] = (out[a] - low) * scale if tree.children_visits[b, node, a] > 0 else 0.0
+
+
+@numba.njit(cache=True, inline="always")
+def _tree_min_max(tree, b, node, qt, parent_mean_q, out):
+    low = np.float64(tree.tree_min_max[b, 0])
+    high = np.float64(tree.tree_min_max[b, 1])
+    if high < low:  # nothing backed up yet: no value information, prior only
+        out[:] = 0.0
+        return
+    scale = 1.0 / max(high - low, qt.floor)
+    for a in range(out.shape[0]):
+        if tree.children_visits[b, node, a] > 0:
+            q = child_qvalue(tree, b, node, a)
+        elif qt.unvisited_parent_mean:
+            q = parent_mean_q
+        else:
+            q = low
+        out[a] = min(1.0, max(0.0, (q - low) * scale))
+
+
+@numba.njit(cache=True)
+def parent_mean_qvalue(tree, b, node, is_root, parent_q):
+    """EfficientZero's ``compute_mean_q``: the value given to unvisited children.
+
+    Root: mean Q of the visited children. Interior: ``(parent_q + sum Q) / (n + 1)`` where
+    ``parent_q`` is the estimate passed down from the parent, already in this node's view.
+    """
+    total = 0.0
+    count = 0
+    for a in range(tree.children_visits.shape[2]):
+        if tree.children_visits[b, node, a] > 0:
+            total += child_qvalue(tree, b, node, a)
+            count += 1
+    if is_root and count > 0:
+        return total / count
+    return (parent_q + total) / (count + 1)
+
+
+@numba.njit(cache=True, inline="always")
+def _completed_by_mix_value(tree, b, node, qt, out):
+    num_actions = out.shape[0]
+    sum_visits = 0
+    max_visits = 0
+    for a in range(num_actions):
+        visits = tree.children_visits[b, node, a]
+        sum_visits += visits
+        max_visits = max(max_visits, visits)
+    if qt.use_mixed_value:
+        value = _mixed_value(tree, b, node, sum_visits)
+    else:
+        value = np.float64(tree.raw_values[b, node])
+    low = np.inf
+    high = -np.inf
+    for a in range(num_actions):
+        q = child_qvalue(tree, b, node, a) if tree.children_visits[b, node, a] > 0 else value
+        out[a] = q
+        low = min(low, q)
+        high = max(high, q)
+    if qt.rescale_values:
+        inverse_range = 1.0 / max(high - low, qt.epsilon)
+        for a in range(num_actions):
+            out[a] = (out[a] - low) * inverse_range
+    visit_scale = (qt.maxvisit_init + max_visits) * qt.value_scale
+    for a in range(num_actions):
+        out[a] *= visit_scale
+
+
+@numba.njit(cache=True, inline="always")
+def _mixed_value(tree, b, node, sum_visits):
+    """Gumbel MuZero eq. 33: the raw value mixed with the prior-weighted Q of visited children."""
+    raw_value = np.float64(tree.raw_values[b, node])
+    if sum_visits == 0:
+        return raw_value
+    sum_probs = 0.0
+    weighted_q = 0.0
+    for a in range(tree.children_visits.shape[2]):
+        if tree.children_visits[b, node, a] > 0:
+            prob = max(_FLOAT32_TINY, np.float64(tree.children_prior_probs[b, node, a]))
+            sum_probs += prob
+            weighted_q += prob * child_qvalue(tree, b, node, a)
+    return (raw_value + sum_visits * (weighted_q / sum_probs)) / (sum_visits + 1)

@@ -1,0 +1,121 @@
+"""The search loop: one batched model call per simulation between two numba kernels.
+
+``run_search`` is shared by the MuZero (PUCT) and Gumbel MuZero policies in `search.policies`;
+it owns no semantics of its own beyond validating what the model returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from search import kernels
+from search.embeddings import make_embedding_store
+from search.records import StepOutput
+from search.seq_halving import considered_visit_table
+from search.tree import Tree, allocate_tree
+from search.validation import float_array, legal_mask_array
+
+# Below this many roots the parallel kernels cost more (thread wake-up) than they save.
+PARALLEL_MIN_BATCH = 64
+
+_STATUS_MESSAGES = {
+    kernels.BAD_VALUE: "a NaN or infinite value",
+    kernels.BAD_REWARD: "a NaN or infinite reward",
+    kernels.BAD_DISCOUNT: "a NaN or infinite discount",
+    kernels.BAD_LOGITS: "NaN or +inf prior logits",
+    kernels.NO_LEGAL_ACTION: "a legal mask with no legal action",
+}
+
+
+def run_search(
+    *,
+    prior_logits: np.ndarray,
+    value: np.ndarray,
+    embedding: Any,
+    legal_mask: np.ndarray,
+    recurrent_fn: Callable,
+    num_simulations: int,
+    params: kernels.KernelParams,
+    root_noise: np.ndarray | None = None,
+    noise_fraction: float = 0.0,
+    root_gumbel: np.ndarray | None = None,
+    max_num_considered_actions: int = 0,
+) -> tuple[Tree, Any]:
+    """Builds B trees of ``num_simulations`` simulations; returns ``(tree, embedding_store)``.
+
+    Inputs are validated numpy arrays: ``prior_logits`` ``[B, A]`` float32, ``value`` ``[B]``,
+    ``legal_mask`` ``[B, A]`` bool, ``root_noise`` ``[B, A]`` (Dirichlet), ``root_gumbel``
+    ``[B, A]``.
+    """
+    batch_size, num_actions = prior_logits.shape
+    tree = allocate_tree(batch_size, num_simulations, num_actions)
+    pending = kernels.allocate_pending(batch_size)
+    if root_noise is None:
+        root_noise = np.zeros((batch_size, num_actions), np.float32)
+    kernels.init_roots(tree, prior_logits, value, legal_mask, root_noise, noise_fraction, pending.status)
+    if root_gumbel is not None:
+        tree.root_gumbel[:] = root_gumbel
+    store = make_embedding_store(embedding, num_simulations)
+    if getattr(store, "batch_size", batch_size) != batch_size:
+        raise ValueError(f"root embedding has batch size {store.batch_size}; prior_logits has {batch_size}")
+
+    table = considered_visit_table(max(max_num_considered_actions, 1), num_simulations)
+    num_considered = np.minimum(max_num_considered_actions, legal_mask.sum(axis=1)).astype(np.int32)
+    scratch = np.empty((batch_size, num_actions), np.float64)
+    all_legal = np.ones((batch_size, num_actions), np.bool_)
+    if batch_size >= PARALLEL_MIN_BATCH:
+        simulate, expand_and_backup = kernels.simulate_parallel, kernels.expand_and_backup_parallel
+    else:
+        simulate, expand_and_backup = kernels.simulate_serial, kernels.expand_and_backup_serial
+    value_prefix = params.value_prefix_horizon > 0
+
+    for sim in range(num_simulations):
+        simulate(tree, params, sim, table, num_considered, pending, scratch)
+        parent_embedding = store.gather(pending.parent_index)
+        actions = store.actions(pending.action)
+        if value_prefix:
+            result = recurrent_fn(parent_embedding, actions, pending.is_reset.copy())
+        else:
+            result = recurrent_fn(parent_embedding, actions)
+        step, new_embedding = _unpack(result)
+        store.scatter(pending.node_index, new_embedding)
+        reward, discount, logits, node_value, legal = _step_arrays(step, batch_size, num_actions, all_legal)
+        expand_and_backup(tree, params, sim, pending, reward, discount, logits, node_value, legal)
+        if pending.status.any():
+            _raise_bad_step(pending.status, sim)
+    return tree, store
+
+
+def _unpack(result: Any) -> tuple[StepOutput, Any]:
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], StepOutput)):
+        raise TypeError(
+            "recurrent_fn must return a pair (search.StepOutput, new_embedding); got "
+            f"{type(result).__name__}"
+        )
+    return result
+
+
+def _step_arrays(step: StepOutput, batch_size: int, num_actions: int, all_legal: np.ndarray):
+    """The model's step output as float32/bool numpy arrays; finiteness is checked in the kernel."""
+    reward = float_array(step.reward, "StepOutput.reward", (batch_size,), check_finite=False)
+    discount = float_array(step.discount, "StepOutput.discount", (batch_size,), check_finite=False)
+    logits = float_array(step.prior_logits, "StepOutput.prior_logits", (batch_size, num_actions), check_finite=False)
+    value = float_array(step.value, "StepOutput.value", (batch_size,), check_finite=False)
+    if step.legal is None:
+        legal = all_legal
+    else:
+        legal = legal_mask_array(step.legal, "StepOutput.legal", (batch_size, num_actions))
+    return reward, discount, logits, value, legal
+
+
+def _raise_bad_step(status: np.ndarray, sim: int) -> None:
+    roots = np.nonzero(status)[0]
+    code = int(status[roots[0]])
+    raise ValueError(
+        f"recurrent_fn returned {_STATUS_MESSAGES[code]} at simulation {sim} for roots "
+        f"{roots[:10].tolist()}; values, rewards and discounts must be finite, logits must not be "
+        "NaN or +inf, and every node needs a legal action"
+    )

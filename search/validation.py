@@ -1,0 +1,63 @@
+"""Input checks with errors that name the bad value and what would be accepted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    if torch is not None and isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def float_array(x: Any, name: str, shape: tuple[int, ...], *, check_finite: bool = True) -> np.ndarray:
+    """``x`` as a C-contiguous float32 array of ``shape``, or a clear error."""
+    array = to_numpy(x)
+    if not np.issubdtype(array.dtype, np.floating):
+        raise TypeError(f"{name} must be a floating-point array of shape {shape}; got dtype {array.dtype}")
+    if array.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}; got {array.shape}")
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    if check_finite and not np.isfinite(array).all():
+        rows = np.unique(np.nonzero(~np.isfinite(array))[0]).tolist()
+        raise ValueError(f"{name} has NaN or infinite entries (rows {rows[:10]}); finite values are required")
+    return array
+
+
+def legal_mask_array(x: Any, name: str, shape: tuple[int, int]) -> np.ndarray:
+    """A ``[B, A]`` bool mask (True = legal) with at least one legal action per row."""
+    mask = to_numpy(x)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{name} must be a bool array (True = legal) of shape {shape}; got dtype {mask.dtype}")
+    if mask.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}; got {mask.shape}")
+    empty_rows = np.nonzero(~mask.any(axis=1))[0]
+    if empty_rows.size:
+        raise ValueError(f"{name}: roots {empty_rows[:10].tolist()} have no legal action; every root needs one")
+    return np.ascontiguousarray(mask)
+
+
+def positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def in_range(value: float, name: str, low: float, high: float) -> float:
+    if not (low <= value <= high):
+        raise ValueError(f"{name} must be in [{low}, {high}]; got {value!r}")
+    return float(value)
+
+
+def positive_float(value: float, name: str) -> float:
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
+    return float(value)
