@@ -18,6 +18,7 @@ from search.qtransforms import (  # noqa: E402
 )
 from search.records import RootOutput, SearchOutput, StepOutput  # noqa: E402
 from search.rng import root_keys  # noqa: E402
+from search.tabular import TabularModel, tabular_model  # noqa: E402
 from search.tree import NO_PARENT, ROOT_INDEX, UNVISITED, Tree, tree_depths  # noqa: E402
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "RootOutput",
     "SearchOutput",
     "StepOutput",
+    "TabularModel",
     "Tree",
     "gumbel_muzero_policy",
     "muzero_policy",
@@ -36,5 +38,6 @@ __all__ = [
     "qtransform_completed_by_mix_value",
     "qtransform_tree_min_max",
     "root_keys",
+    "tabular_model",
     "tree_depths",
 ]

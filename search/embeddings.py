@@ -88,6 +88,8 @@ class ArrayEmbeddings:
 
     def gather(self, node_index: np.ndarray) -> Any:
         """Embeddings of ``node_index`` ``[B]``, one per root."""
+        if isinstance(self.storage, np.ndarray):  # fast path: one numpy leaf
+            return self.storage[self._numpy_batch_range, node_index]
         return _map(lambda leaf: leaf[self._index(node_index, leaf)], self.storage)
 
     def scatter(self, node_index: np.ndarray, embedding: Any) -> None:

@@ -3,7 +3,8 @@
 Per simulation the orchestrator (`search.search`) makes exactly two kernel calls for all B
 roots -- `simulate` and `expand_and_backup` -- around one batched model call. Each kernel has a
 serial and a ``prange`` driver around the same per-root function; the parallel one pays a
-thread-pool wake-up per call, so it is used only for large batches.
+thread-pool wake-up per call, so it is used only for large batches. The per-root functions
+unpack the `Tree` once and hand plain arrays to the inlined per-node rules.
 """
 
 from __future__ import annotations
@@ -13,14 +14,20 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from search.action_selection import (
-    considered_argmax,
-    gumbel_interior_action,
-    gumbel_root_action,
-    puct_action,
+from search.action_selection import considered_argmax, gumbel_interior_action, puct_action
+from search.qtransforms import QTransform, child_qvalue, parent_mean_qvalue, transformed_qvalues
+from search.tree import (
+    DISCOUNTS,
+    INDEX,
+    NO_PARENT,
+    PRIOR_LOGITS,
+    PRIOR_PROBS,
+    REWARDS,
+    ROOT_INDEX,
+    UNVISITED,
+    VALUES,
+    VISITS,
 )
-from search.qtransforms import QTransform, parent_mean_qvalue, transformed_qvalues
-from search.tree import NO_PARENT, ROOT_INDEX, UNVISITED, child_qvalue
 
 POLICY_MUZERO = 0
 POLICY_GUMBEL = 1
@@ -38,14 +45,53 @@ _FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
 
 class KernelParams(NamedTuple):
-    """Every number the kernels read, as one record (cheap to pass to numba)."""
+    """Every number the kernels read, as one flat record (numba's parallel loops cannot take
+    nested records). Build it with `kernel_params`."""
 
     policy: int
-    qtransform: QTransform
+    qtransform_kind: int
+    epsilon: float
+    min_value: float
+    max_value: float
+    floor: float
+    unvisited_parent_mean: bool
+    value_scale: float
+    maxvisit_init: float
+    rescale_values: bool
+    use_mixed_value: bool
     pb_c_init: float
     pb_c_base: float
     max_depth: int
     value_prefix_horizon: int  # 0 = rewards are per edge; H > 0 = value prefix, reset every H
+
+
+def kernel_params(
+    *,
+    policy: int,
+    qtransform: QTransform,
+    max_depth: int,
+    value_prefix_horizon: int,
+    pb_c_init: float = 1.25,
+    pb_c_base: float = 19652.0,
+) -> KernelParams:
+    # Coerced so that the kernels always see the same field types (one compiled signature).
+    return KernelParams(
+        policy=int(policy),
+        qtransform_kind=int(qtransform.kind),
+        epsilon=float(qtransform.epsilon),
+        min_value=float(qtransform.min_value),
+        max_value=float(qtransform.max_value),
+        floor=float(qtransform.floor),
+        unvisited_parent_mean=bool(qtransform.unvisited_parent_mean),
+        value_scale=float(qtransform.value_scale),
+        maxvisit_init=float(qtransform.maxvisit_init),
+        rescale_values=bool(qtransform.rescale_values),
+        use_mixed_value=bool(qtransform.use_mixed_value),
+        pb_c_init=float(pb_c_init),
+        pb_c_base=float(pb_c_base),
+        max_depth=int(max_depth),
+        value_prefix_horizon=int(value_prefix_horizon),
+    )
 
 
 class Pending(NamedTuple):
@@ -83,7 +129,7 @@ def allocate_pending(batch_size: int) -> Pending:
 
 
 @numba.njit(cache=True, inline="always")
-def _write_policy_row(tree, b, node, logits, legal):
+def _write_policy_row(stats, children_legal, b, node, logits, legal):
     """Masked logits (max legal logit shifted to 0, illegal at float32 min) and their softmax.
 
     Returns the status (`BAD_LOGITS` for NaN/+inf, `NO_LEGAL_ACTION` for an empty mask)."""
@@ -93,7 +139,7 @@ def _write_policy_row(tree, b, node, logits, legal):
         logit = np.float64(logits[a])
         if np.isnan(logit) or logit == np.inf:
             return BAD_LOGITS
-        tree.children_legal[b, node, a] = legal[a]
+        children_legal[b, node, a] = legal[a]
         if legal[a]:
             max_logit = max(max_logit, logit)
     if max_logit == -np.inf:
@@ -102,29 +148,30 @@ def _write_policy_row(tree, b, node, logits, legal):
     for a in range(num_actions):
         if legal[a]:
             shifted = np.float64(logits[a]) - max_logit
-            tree.children_prior_logits[b, node, a] = shifted
-            normaliser += np.exp(shifted)
+            stats[b, node, PRIOR_LOGITS, a] = shifted
+            probability = np.exp(shifted)
+            stats[b, node, PRIOR_PROBS, a] = probability
+            normaliser += probability
         else:
-            tree.children_prior_logits[b, node, a] = _FLOAT32_MIN
+            stats[b, node, PRIOR_LOGITS, a] = _FLOAT32_MIN
+            stats[b, node, PRIOR_PROBS, a] = 0.0
+    inverse = 1.0 / normaliser
     for a in range(num_actions):
-        if legal[a]:
-            tree.children_prior_probs[b, node, a] = np.exp(tree.children_prior_logits[b, node, a]) / normaliser
-        else:
-            tree.children_prior_probs[b, node, a] = 0.0
+        stats[b, node, PRIOR_PROBS, a] *= inverse
     return OK
 
 
 @numba.njit(cache=True, inline="always")
-def _clear_children(tree, b, node):
-    for a in range(tree.children_index.shape[2]):
-        tree.children_index[b, node, a] = UNVISITED
-        tree.children_visits[b, node, a] = 0
-        tree.children_values[b, node, a] = 0.0
-        tree.children_rewards[b, node, a] = 0.0
-        tree.children_discounts[b, node, a] = 0.0
+def _clear_children(stats, counts, b, node):
+    for a in range(counts.shape[3]):
+        counts[b, node, INDEX, a] = UNVISITED
+        counts[b, node, VISITS, a] = 0
+        stats[b, node, VALUES, a] = 0.0
+        stats[b, node, REWARDS, a] = 0.0
+        stats[b, node, DISCOUNTS, a] = 0.0
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _clear_slot(tree, b, node):
     """An unused node slot looks like mctx's: no visits, no parent, zeros."""
     tree.node_visits[b, node] = 0
@@ -135,11 +182,10 @@ def _clear_slot(tree, b, node):
     tree.node_depth[b, node] = 0
     tree.value_prefix[b, node] = 0.0
     tree.is_reset[b, node] = False
-    _clear_children(tree, b, node)
-    for a in range(tree.children_index.shape[2]):
-        tree.children_prior_logits[b, node, a] = 0.0
-        tree.children_prior_probs[b, node, a] = 0.0
-        tree.children_legal[b, node, a] = False
+    tree.children_stats[b, node] = 0.0
+    tree.children_counts[b, node, INDEX] = UNVISITED
+    tree.children_counts[b, node, VISITS] = 0
+    tree.children_legal[b, node] = False
 
 
 # ----------------------------------------------------------------------------- roots
@@ -164,8 +210,8 @@ def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
             for a in range(num_actions):
                 probability = (1.0 - noise_fraction) * mixed[a] / normaliser + noise_fraction * noise[b, a]
                 mixed[a] = np.log(max(probability, _FLOAT32_TINY))
-        status[b] = _write_policy_row(tree, b, ROOT_INDEX, mixed, legal[b])
-        _clear_children(tree, b, ROOT_INDEX)
+        status[b] = _write_policy_row(tree.children_stats, tree.children_legal, b, ROOT_INDEX, mixed, legal[b])
+        _clear_children(tree.children_stats, tree.children_counts, b, ROOT_INDEX)
         tree.node_visits[b, ROOT_INDEX] = 1
         tree.raw_values[b, ROOT_INDEX] = value[b]
         tree.node_values[b, ROOT_INDEX] = value[b]
@@ -182,36 +228,69 @@ def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
 
 
 @numba.njit(cache=True)
-def _simulate_root(tree, b, params, considered_visit, pending, scratch):
-    """Descends tree ``b`` from the root to an unexpanded edge (or to ``max_depth``)."""
+def _simulate_root(tree, b, params, considered_visit, scratch):
+    """Descends tree ``b`` from the root to an unexpanded edge (or to ``max_depth``).
+
+    Returns ``(parent, action, child, depth)``; ``child`` is `UNVISITED` for a new edge."""
+    counts = tree.children_counts
+    stats = tree.children_stats
+    legal = tree.children_legal
     node = ROOT_INDEX
     depth = 0
     parent_q = 0.0
-    track_mean_q = params.qtransform.unvisited_parent_mean
     while True:
         mean_q = 0.0
-        if track_mean_q:
-            mean_q = parent_mean_qvalue(tree, b, node, depth == 0, parent_q)
-        if params.policy == POLICY_GUMBEL:
-            if depth == 0:
-                action = gumbel_root_action(tree, b, params, considered_visit, scratch)
-            else:
-                action = gumbel_interior_action(tree, b, node, params, scratch)
+        if params.unvisited_parent_mean:
+            mean_q = parent_mean_qvalue(stats, counts, b, node, depth == 0, parent_q)
+        transformed_qvalues(
+            stats,
+            counts,
+            b,
+            node,
+            np.float64(tree.node_values[b, node]),
+            np.float64(tree.raw_values[b, node]),
+            params,
+            mean_q,
+            tree.tree_min_max,
+            scratch,
+        )
+        if params.policy == POLICY_MUZERO:
+            action = puct_action(counts, stats, legal, b, node, tree.node_visits[b, node], params, scratch)
+        elif depth == 0:
+            action = considered_argmax(counts, stats, legal, tree.root_gumbel, b, considered_visit, scratch)
         else:
-            action = puct_action(tree, b, node, params, mean_q, scratch)
-        child = tree.children_index[b, node, action]
+            action = gumbel_interior_action(counts, stats, legal, b, node, scratch)
+        child = counts[b, node, INDEX, action]
         depth += 1
         if child == UNVISITED or depth >= params.max_depth:
-            break
+            return node, action, child, depth
         # The mean Q is in this node's view; the child sees it through the edge's sign.
-        parent_q = mean_q * np.sign(tree.children_discounts[b, node, action])
+        parent_q = mean_q * np.sign(stats[b, node, DISCOUNTS, action])
         node = child
-    pending.parent_index[b] = node
+
+
+@numba.njit(cache=True, inline="always")
+def _considered_visit(params, considered_table, num_considered, b, sim):
+    """Gumbel root schedule: the visit count an action needs to be considered at ``sim``."""
+    if params.policy == POLICY_GUMBEL:
+        return considered_table[num_considered[b], sim]
+    return 0
+
+
+@numba.njit(cache=True, inline="always")
+def _is_reset(params, depth):
+    return params.value_prefix_horizon > 0 and depth % params.value_prefix_horizon == 0
+
+
+@numba.njit(cache=True)
+def _simulate_one(tree, b, params, sim, considered_table, num_considered, pending, scratch):
+    considered_visit = _considered_visit(params, considered_table, num_considered, b, sim)
+    parent, action, child, depth = _simulate_root(tree, b, params, considered_visit, scratch[b])
+    pending.parent_index[b] = parent
     pending.action[b] = action
-    pending.node_index[b] = child
+    pending.node_index[b] = sim + 1 if child == UNVISITED else child
     pending.depth[b] = depth
-    horizon = params.value_prefix_horizon
-    pending.is_reset[b] = horizon > 0 and depth % horizon == 0
+    pending.is_reset[b] = _is_reset(params, depth)
 
 
 @numba.njit(cache=True)
@@ -222,98 +301,159 @@ def simulate_serial(tree, params, sim, considered_table, num_considered, pending
 
 @numba.njit(cache=True, parallel=True)
 def simulate_parallel(tree, params, sim, considered_table, num_considered, pending, scratch):
+    # `_simulate_one` must not be inlined here: numba's parfor lowering mishandles inlined
+    # writes through a record of arrays (the writes are lost).
     for b in numba.prange(pending.parent_index.shape[0]):
         _simulate_one(tree, b, params, sim, considered_table, num_considered, pending, scratch)
-
-
-@numba.njit(cache=True, inline="always")
-def _simulate_one(tree, b, params, sim, considered_table, num_considered, pending, scratch):
-    considered_visit = 0
-    if params.policy == POLICY_GUMBEL:
-        considered_visit = considered_table[num_considered[b], sim]
-    _simulate_root(tree, b, params, considered_visit, pending, scratch[b])
-    if pending.node_index[b] == UNVISITED:
-        pending.node_index[b] = sim + 1
 
 
 # ----------------------------------------------------------------------------- expand + backup
 
 
 @numba.njit(cache=True)
-def _expand_root(tree, b, params, sim, pending, reward, discount, logits, value, legal):
-    """Stores the model's output for the pending node of tree ``b``; returns a status code."""
-    if not np.isfinite(value[b]):
+def _expand_node(tree, b, params, sim, parent, action, node, depth, is_reset, reward, discount, logits, value, legal):
+    """Stores the model's output (scalars, ``logits``/``legal`` rows ``[A]``) for ``node``, the
+    child of ``parent`` along ``action`` in tree ``b``, and backs it up; returns a status code."""
+    if not np.isfinite(value):
         return BAD_VALUE
-    if not np.isfinite(reward[b]):
+    if not np.isfinite(reward):
         return BAD_REWARD
-    if not np.isfinite(discount[b]):
+    if not np.isfinite(discount):
         return BAD_DISCOUNT
-    parent = pending.parent_index[b]
-    action = pending.action[b]
-    node = pending.node_index[b]
-    is_new = tree.children_index[b, parent, action] == UNVISITED
-    if not is_new and node != sim + 1:
+    stats = tree.children_stats
+    counts = tree.children_counts
+    is_new = counts[b, parent, INDEX, action] == UNVISITED
+    if not is_new:
         _clear_slot(tree, b, sim + 1)  # max_depth re-evaluation leaves this slot unused
-    status = _write_policy_row(tree, b, node, logits[b], legal[b])
+    status = _write_policy_row(stats, tree.children_legal, b, node, logits, legal)
     if status != OK:
         return status
     if is_new:
-        _clear_children(tree, b, node)
+        _clear_children(stats, counts, b, node)
         tree.node_visits[b, node] = 0
         tree.parents[b, node] = parent
         tree.action_from_parent[b, node] = action
-        tree.node_depth[b, node] = pending.depth[b]
-        tree.children_index[b, parent, action] = node
+        tree.node_depth[b, node] = depth
+        counts[b, parent, INDEX, action] = node
     tree.node_visits[b, node] += 1
-    tree.raw_values[b, node] = value[b]
-    tree.node_values[b, node] = value[b]
-    edge_reward = np.float64(reward[b])
+    tree.raw_values[b, node] = value
+    tree.node_values[b, node] = value
+    edge_reward = np.float64(reward)
     if params.value_prefix_horizon > 0:
         # EfficientZero: the model predicts the reward summed since the last reset node.
-        tree.value_prefix[b, node] = reward[b]
-        tree.is_reset[b, node] = pending.is_reset[b]
+        tree.value_prefix[b, node] = reward
+        tree.is_reset[b, node] = is_reset
         if not tree.is_reset[b, parent]:
             edge_reward -= tree.value_prefix[b, parent]
     else:
         tree.value_prefix[b, node] = 0.0
         tree.is_reset[b, node] = False
-    tree.children_rewards[b, parent, action] = edge_reward
-    tree.children_discounts[b, parent, action] = discount[b]
-    _backup(tree, b, node)
+    stats[b, parent, REWARDS, action] = edge_reward
+    stats[b, parent, DISCOUNTS, action] = discount
+    _backup(
+        tree.node_visits, tree.node_values, tree.parents, tree.action_from_parent, stats, counts, tree.tree_min_max, b, node
+    )
     return OK
 
 
+@numba.njit(cache=True)
+def _expand_pending(tree, b, params, sim, pending, reward, discount, logits, value, legal):
+    return _expand_node(
+        tree,
+        b,
+        params,
+        sim,
+        pending.parent_index[b],
+        pending.action[b],
+        pending.node_index[b],
+        pending.depth[b],
+        pending.is_reset[b],
+        reward[b],
+        discount[b],
+        logits[b],
+        value[b],
+        legal[b],
+    )
+
+
 @numba.njit(cache=True, inline="always")
-def _backup(tree, b, leaf):
+def _backup(node_visits, node_values, parents, action_from_parent, stats, counts, tree_min_max, b, leaf):
     """mctx's backward pass: ``G <- r + discount * G`` and running means up to the root; also
     the tree-wide min/max of the backed-up Q values (EfficientZero's ``min_max_stats``)."""
-    value = np.float64(tree.node_values[b, leaf])
+    value = np.float64(node_values[b, leaf])
     index = leaf
     while index != ROOT_INDEX:
-        parent = tree.parents[b, index]
-        action = tree.action_from_parent[b, index]
-        count = tree.node_visits[b, parent]
-        value = tree.children_rewards[b, parent, action] + tree.children_discounts[b, parent, action] * value
-        tree.node_values[b, parent] = (tree.node_values[b, parent] * np.float64(count) + value) / (count + 1.0)
-        tree.node_visits[b, parent] = count + 1
-        tree.children_values[b, parent, action] = tree.node_values[b, index]
-        tree.children_visits[b, parent, action] += 1
-        q = child_qvalue(tree, b, parent, action)
-        tree.tree_min_max[b, 0] = min(tree.tree_min_max[b, 0], q)
-        tree.tree_min_max[b, 1] = max(tree.tree_min_max[b, 1], q)
+        parent = parents[b, index]
+        action = action_from_parent[b, index]
+        count = node_visits[b, parent]
+        value = stats[b, parent, REWARDS, action] + stats[b, parent, DISCOUNTS, action] * value
+        node_values[b, parent] = (node_values[b, parent] * np.float64(count) + value) / (count + 1.0)
+        node_visits[b, parent] = count + 1
+        stats[b, parent, VALUES, action] = node_values[b, index]
+        counts[b, parent, VISITS, action] += 1
+        q = child_qvalue(stats, b, parent, action)
+        tree_min_max[b, 0] = min(tree_min_max[b, 0], q)
+        tree_min_max[b, 1] = max(tree_min_max[b, 1], q)
         index = parent
 
 
 @numba.njit(cache=True)
 def expand_and_backup_serial(tree, params, sim, pending, reward, discount, logits, value, legal):
     for b in range(pending.parent_index.shape[0]):
-        pending.status[b] = _expand_root(tree, b, params, sim, pending, reward, discount, logits, value, legal)
+        pending.status[b] = _expand_pending(tree, b, params, sim, pending, reward, discount, logits, value, legal)
 
 
 @numba.njit(cache=True, parallel=True)
 def expand_and_backup_parallel(tree, params, sim, pending, reward, discount, logits, value, legal):
     for b in numba.prange(pending.parent_index.shape[0]):
-        pending.status[b] = _expand_root(tree, b, params, sim, pending, reward, discount, logits, value, legal)
+        pending.status[b] = _expand_pending(tree, b, params, sim, pending, reward, discount, logits, value, legal)
+
+
+# ----------------------------------------------------------------------------- tabular models
+
+
+@numba.njit(cache=True)
+def _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch):
+    """Every simulation of tree ``b`` with the model looked up in tables, inside the kernel."""
+    for sim in range(states.shape[1] - 1):
+        considered_visit = _considered_visit(params, considered_table, num_considered, b, sim)
+        parent, action, child, depth = _simulate_root(tree, b, params, considered_visit, scratch[b])
+        node = sim + 1 if child == UNVISITED else child
+        state = states[b, parent]
+        next_state = model.next_state[state, action]
+        states[b, node] = next_state
+        status = _expand_node(
+            tree,
+            b,
+            params,
+            sim,
+            parent,
+            action,
+            node,
+            depth,
+            _is_reset(params, depth),
+            model.reward[state, action],
+            model.discount[state, action],
+            model.prior_logits[next_state],
+            model.value[next_state],
+            model.legal[next_state],
+        )
+        if status != OK:
+            return status
+    return OK
+
+
+@numba.njit(cache=True)
+def search_tabular_serial(tree, params, considered_table, num_considered, model, states, scratch, status):
+    for b in range(states.shape[0]):
+        status[b] = _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch)
+
+
+@numba.njit(cache=True, parallel=True)
+def search_tabular_parallel(tree, params, considered_table, num_considered, model, states, scratch, status):
+    # One parallel region per search: roots are independent, so each thread runs whole trees.
+    for b in numba.prange(states.shape[0]):
+        status[b] = _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch)
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -323,9 +463,23 @@ def expand_and_backup_parallel(tree, params, sim, pending, reward, discount, log
 def gumbel_root_outputs(tree, params, completed_qvalues, action):
     """Gumbel MuZero's final choice: among the most visited root actions, the one with the
     largest ``gumbel + logits + sigma(completed Q)``; also returns ``sigma(completed Q)``."""
+    counts = tree.children_counts
     for b in range(action.shape[0]):
-        transformed_qvalues(tree, b, ROOT_INDEX, params.qtransform, 0.0, completed_qvalues[b])
+        transformed_qvalues(
+            tree.children_stats,
+            counts,
+            b,
+            ROOT_INDEX,
+            np.float64(tree.node_values[b, ROOT_INDEX]),
+            np.float64(tree.raw_values[b, ROOT_INDEX]),
+            params,
+            0.0,
+            tree.tree_min_max,
+            completed_qvalues[b],
+        )
         most_visits = 0
         for a in range(completed_qvalues.shape[1]):
-            most_visits = max(most_visits, tree.children_visits[b, ROOT_INDEX, a])
-        action[b] = considered_argmax(tree, b, most_visits, completed_qvalues[b])
+            most_visits = max(most_visits, counts[b, ROOT_INDEX, VISITS, a])
+        action[b] = considered_argmax(
+            counts, tree.children_stats, tree.children_legal, tree.root_gumbel, b, most_visits, completed_qvalues[b]
+        )

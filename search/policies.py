@@ -95,7 +95,7 @@ def muzero_policy(
             include = legal_mask if dirichlet_legal_only else np.ones_like(legal_mask)
             noise = np.empty((batch_size, num_actions), np.float64)
             rng.batch_dirichlet(keys, alpha, include, noise)
-    params = kernels.KernelParams(
+    params = kernels.kernel_params(
         policy=kernels.POLICY_MUZERO,
         qtransform=_check_qtransform(qtransform or qtransform_by_parent_and_siblings()),
         pb_c_init=float(pb_c_init),
@@ -179,11 +179,9 @@ def gumbel_muzero_policy(
     else:
         root_gumbel = np.empty((batch_size, num_actions), np.float32)
         rng.batch_gumbel(rng.root_keys(seed, batch_size), rng.STREAM_GUMBEL, gumbel_scale, root_gumbel)
-    params = kernels.KernelParams(
+    params = kernels.kernel_params(
         policy=kernels.POLICY_GUMBEL,
         qtransform=_check_qtransform(qtransform or qtransform_completed_by_mix_value()),
-        pb_c_init=1.25,
-        pb_c_base=19652.0,
         max_depth=_max_depth(max_depth, num_simulations),
         value_prefix_horizon=_horizon(value_prefix_horizon),
     )

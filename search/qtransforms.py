@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from search.tree import child_qvalue
+from search.tree import DISCOUNTS, PRIOR_PROBS, REWARDS, VALUES, VISITS
 
 PARENT_AND_SIBLINGS = 0
 MIN_MAX = 1
@@ -84,52 +84,59 @@ def qtransform_completed_by_mix_value(
     )
 
 
-@numba.njit(cache=True)
-def transformed_qvalues(tree, b, node, qt, parent_mean_q, out):
-    """Writes the transformed Q of each child of ``node`` of tree ``b`` into ``out`` ``[A]``.
-
-    ``parent_mean_q`` is only read by `TREE_MIN_MAX` with ``unvisited_parent_mean``.
-    """
-    if qt.kind == COMPLETED_BY_MIX_VALUE:
-        _completed_by_mix_value(tree, b, node, qt, out)
-    elif qt.kind == TREE_MIN_MAX:
-        _tree_min_max(tree, b, node, qt, parent_mean_q, out)
-    elif qt.kind == MIN_MAX:
-        scale = 1.0 / (qt.max_value - qt.min_value)
-        for a in range(out.shape[0]):
-            q = child_qvalue(tree, b, node, a) if tree.children_visits[b, node, a] > 0 else qt.min_value
-            out[a] = (q - qt.min_value) * scale
-    else:
-        _by_parent_and_siblings(tree, b, node, qt.epsilon, out)
+@numba.njit(cache=True, inline="always")
+def child_qvalue(stats, b, node, a):
+    """``reward + discount * value`` of edge ``a`` of ``node`` (0 for an unvisited edge)."""
+    return stats[b, node, REWARDS, a] + stats[b, node, DISCOUNTS, a] * np.float64(stats[b, node, VALUES, a])
 
 
 @numba.njit(cache=True, inline="always")
-def _by_parent_and_siblings(tree, b, node, epsilon, out):
-    node_value = np.float64(tree.node_values[b, node])
+def transformed_qvalues(stats, counts, b, node, node_value, raw_value, qt, parent_mean_q, tree_min_max, out):
+    """Writes the transformed Q of each child of ``node`` of tree ``b`` into ``out`` ``[A]``.
+
+    ``stats``/``counts`` are `Tree.children_stats`/`children_counts`; ``node_value`` and
+    ``raw_value`` are the node's. ``qt`` is any record with the `QTransform` fields (``kind``
+    named ``qtransform_kind``), in practice `search.kernels.KernelParams`. ``parent_mean_q``
+    and ``tree_min_max`` (``[B, 2]``) are only read by `TREE_MIN_MAX`.
+    """
+    kind = qt.qtransform_kind
+    if kind == COMPLETED_BY_MIX_VALUE:
+        _completed_by_mix_value(stats, counts, b, node, node_value, raw_value, qt, out)
+    elif kind == TREE_MIN_MAX:
+        _tree_min_max(stats, counts, b, node, qt, parent_mean_q, tree_min_max[b, 0], tree_min_max[b, 1], out)
+    elif kind == MIN_MAX:
+        scale = 1.0 / (qt.max_value - qt.min_value)
+        for a in range(out.shape[0]):
+            q = child_qvalue(stats, b, node, a) if counts[b, node, VISITS, a] > 0 else qt.min_value
+            out[a] = (q - qt.min_value) * scale
+    else:
+        _by_parent_and_siblings(stats, counts, b, node, node_value, qt.epsilon, out)
+
+
+@numba.njit(cache=True, inline="always")
+def _by_parent_and_siblings(stats, counts, b, node, node_value, epsilon, out):
     low = node_value
     high = node_value
     for a in range(out.shape[0]):
-        if tree.children_visits[b, node, a] > 0:
-            q = child_qvalue(tree, b, node, a)
+        if counts[b, node, VISITS, a] > 0:
+            q = child_qvalue(stats, b, node, a)
             out[a] = q
             low = min(low, q)
             high = max(high, q)
     scale = 1.0 / max(high - low, epsilon)
     for a in range(out.shape[0]):
-        out[a] = (out[a] - low) * scale if tree.children_visits[b, node, a] > 0 else 0.0
+        out[a] = (out[a] - low) * scale if counts[b, node, VISITS, a] > 0 else 0.0
 
 
 @numba.njit(cache=True, inline="always")
-def _tree_min_max(tree, b, node, qt, parent_mean_q, out):
-    low = np.float64(tree.tree_min_max[b, 0])
-    high = np.float64(tree.tree_min_max[b, 1])
+def _tree_min_max(stats, counts, b, node, qt, parent_mean_q, low, high, out):
     if high < low:  # nothing backed up yet: no value information, prior only
         out[:] = 0.0
         return
     scale = 1.0 / max(high - low, qt.floor)
     for a in range(out.shape[0]):
-        if tree.children_visits[b, node, a] > 0:
-            q = child_qvalue(tree, b, node, a)
+        if counts[b, node, VISITS, a] > 0:
+            q = child_qvalue(stats, b, node, a)
         elif qt.unvisited_parent_mean:
             q = parent_mean_q
         else:
@@ -137,8 +144,8 @@ def _tree_min_max(tree, b, node, qt, parent_mean_q, out):
         out[a] = min(1.0, max(0.0, (q - low) * scale))
 
 
-@numba.njit(cache=True)
-def parent_mean_qvalue(tree, b, node, is_root, parent_q):
+@numba.njit(cache=True, inline="always")
+def parent_mean_qvalue(stats, counts, b, node, is_root, parent_q):
     """EfficientZero's ``compute_mean_q``: the value given to unvisited children.
 
     Root: mean Q of the visited children. Interior: ``(parent_q + sum Q) / (n + 1)`` where
@@ -146,9 +153,9 @@ def parent_mean_qvalue(tree, b, node, is_root, parent_q):
     """
     total = 0.0
     count = 0
-    for a in range(tree.children_visits.shape[2]):
-        if tree.children_visits[b, node, a] > 0:
-            total += child_qvalue(tree, b, node, a)
+    for a in range(counts.shape[3]):
+        if counts[b, node, VISITS, a] > 0:
+            total += child_qvalue(stats, b, node, a)
             count += 1
     if is_root and count > 0:
         return total / count
@@ -156,45 +163,42 @@ def parent_mean_qvalue(tree, b, node, is_root, parent_q):
 
 
 @numba.njit(cache=True, inline="always")
-def _completed_by_mix_value(tree, b, node, qt, out):
+def _completed_by_mix_value(stats, counts, b, node, node_value, raw_value, qt, out):
     num_actions = out.shape[0]
     sum_visits = 0
     max_visits = 0
     for a in range(num_actions):
-        visits = tree.children_visits[b, node, a]
+        visits = counts[b, node, VISITS, a]
         sum_visits += visits
         max_visits = max(max_visits, visits)
-    if qt.use_mixed_value:
-        value = _mixed_value(tree, b, node, sum_visits)
-    else:
-        value = np.float64(tree.raw_values[b, node])
+    value = _mixed_value(stats, counts, b, node, raw_value, sum_visits) if qt.use_mixed_value else raw_value
     low = np.inf
     high = -np.inf
     for a in range(num_actions):
-        q = child_qvalue(tree, b, node, a) if tree.children_visits[b, node, a] > 0 else value
+        q = child_qvalue(stats, b, node, a) if counts[b, node, VISITS, a] > 0 else value
         out[a] = q
         low = min(low, q)
         high = max(high, q)
+    scale = (qt.maxvisit_init + max_visits) * qt.value_scale
     if qt.rescale_values:
         inverse_range = 1.0 / max(high - low, qt.epsilon)
         for a in range(num_actions):
-            out[a] = (out[a] - low) * inverse_range
-    visit_scale = (qt.maxvisit_init + max_visits) * qt.value_scale
-    for a in range(num_actions):
-        out[a] *= visit_scale
+            out[a] = (out[a] - low) * inverse_range * scale
+    else:
+        for a in range(num_actions):
+            out[a] *= scale
 
 
 @numba.njit(cache=True, inline="always")
-def _mixed_value(tree, b, node, sum_visits):
+def _mixed_value(stats, counts, b, node, raw_value, sum_visits):
     """Gumbel MuZero eq. 33: the raw value mixed with the prior-weighted Q of visited children."""
-    raw_value = np.float64(tree.raw_values[b, node])
     if sum_visits == 0:
         return raw_value
     sum_probs = 0.0
     weighted_q = 0.0
-    for a in range(tree.children_visits.shape[2]):
-        if tree.children_visits[b, node, a] > 0:
-            prob = max(_FLOAT32_TINY, np.float64(tree.children_prior_probs[b, node, a]))
+    for a in range(counts.shape[3]):
+        if counts[b, node, VISITS, a] > 0:
+            prob = max(_FLOAT32_TINY, np.float64(stats[b, node, PRIOR_PROBS, a]))
             sum_probs += prob
-            weighted_q += prob * child_qvalue(tree, b, node, a)
+            weighted_q += prob * child_qvalue(stats, b, node, a)
     return (raw_value + sum_visits * (weighted_q / sum_probs)) / (sum_visits + 1)

@@ -113,8 +113,9 @@ def root_keys(seed: int | np.ndarray, batch_size: int) -> np.ndarray:
     the rows ``0..B-1``: reproducible, but a root's noise then follows its row.
     """
     if isinstance(seed, (int, np.integer)):
-        rows = np.arange(batch_size, dtype=np.uint64)
-        return _mix_array(np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF) * _GOLDEN + rows)
+        base = (int(seed) * int(_GOLDEN)) & 0xFFFFFFFFFFFFFFFF
+        with np.errstate(over="ignore"):
+            return _mix_array(np.uint64(base) + np.arange(batch_size, dtype=np.uint64))
     keys = np.asarray(seed)
     if keys.shape != (batch_size,) or not np.issubdtype(keys.dtype, np.integer):
         raise ValueError(

@@ -1,21 +1,37 @@
-"""The search tree: a NamedTuple of preallocated numpy arrays (mctx layout).
+"""The search tree: a NamedTuple of preallocated numpy arrays (mctx layout and names).
 
 ``node_*`` fields are ``[B, N + 1]`` and ``children_*`` fields are ``[B, N + 1, A]``. Node ``i + 1``
-is created by simulation ``i``; node 0 is the root. Helpers are free functions because methods do
-not compile in numba. Rows of node slots are written when the node is created, so allocation
-does not pay for zeroing ``[B, N + 1, A]`` buffers; unused slots are cleared at the end.
+is created by simulation ``i``; node 0 is the root.
+
+Storage is node-major: everything a selection step reads about one node's children lies in one
+contiguous block (``children_stats[b, node]``, ``[5, A]`` float32, and ``children_counts[b, node]``,
+``[2, A]`` int32), so a descent touches a few adjacent cache lines per level instead of one line
+in each of seven ``[B, N + 1, A]`` arrays. The familiar ``children_*`` fields are strided views of
+those blocks. Kernels read the blocks with the field constants below. Rows are written when a
+node is created, so allocation never pays for zeroing ``[B, N + 1, A]`` buffers.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 ROOT_INDEX = 0
 NO_PARENT = -1
 UNVISITED = -1
+
+# Rows of `Tree.children_stats` (float32).
+PRIOR_LOGITS = 0
+PRIOR_PROBS = 1
+VALUES = 2
+REWARDS = 3
+DISCOUNTS = 4
+NUM_STATS = 5
+# Rows of `Tree.children_counts` (int32).
+INDEX = 0
+VISITS = 1
+NUM_COUNTS = 2
 
 
 class Tree(NamedTuple):
@@ -29,17 +45,17 @@ class Tree(NamedTuple):
     node_depth:          ``[B, N+1]`` int32, edges from the root.
     value_prefix:        ``[B, N+1]`` float32, EfficientZero value prefix (0 otherwise).
     is_reset:            ``[B, N+1]`` bool, the node starts a new value-prefix horizon.
-    children_index:      ``[B, N+1, A]`` int32, child node id or ``UNVISITED``.
-    children_prior_logits: ``[B, N+1, A]`` float32, logits, illegal ones at float32 min.
-    children_prior_probs:  ``[B, N+1, A]`` float32, softmax of the logits (cached).
-    children_visits:     ``[B, N+1, A]`` int32.
-    children_values:     ``[B, N+1, A]`` float32, ``node_values`` of the child.
-    children_rewards:    ``[B, N+1, A]`` float32, edge rewards.
-    children_discounts:  ``[B, N+1, A]`` float32, edge discounts.
+    children_stats:      ``[B, N+1, 5, A]`` float32 storage (rows `PRIOR_LOGITS` ... `DISCOUNTS`).
+    children_counts:     ``[B, N+1, 2, A]`` int32 storage (rows `INDEX`, `VISITS`).
     children_legal:      ``[B, N+1, A]`` bool, True = legal.
     root_gumbel:         ``[B, A]`` float32, Gumbel noise of the root (Gumbel MuZero).
     tree_min_max:        ``[B, 2]`` float32, tree-wide (min, max) of backed-up Q values
                          (EfficientZero/LightZero normalisation).
+
+    Views (properties): ``children_index``, ``children_visits`` (int32) and
+    ``children_prior_logits`` (illegal at float32 min), ``children_prior_probs``,
+    ``children_values``, ``children_rewards``, ``children_discounts`` (float32), all
+    ``[B, N+1, A]``.
     """
 
     node_visits: np.ndarray
@@ -50,22 +66,44 @@ class Tree(NamedTuple):
     node_depth: np.ndarray
     value_prefix: np.ndarray
     is_reset: np.ndarray
-    children_index: np.ndarray
-    children_prior_logits: np.ndarray
-    children_prior_probs: np.ndarray
-    children_visits: np.ndarray
-    children_values: np.ndarray
-    children_rewards: np.ndarray
-    children_discounts: np.ndarray
+    children_stats: np.ndarray
+    children_counts: np.ndarray
     children_legal: np.ndarray
     root_gumbel: np.ndarray
     tree_min_max: np.ndarray
+
+    @property
+    def children_index(self) -> np.ndarray:
+        return self.children_counts[:, :, INDEX]
+
+    @property
+    def children_visits(self) -> np.ndarray:
+        return self.children_counts[:, :, VISITS]
+
+    @property
+    def children_prior_logits(self) -> np.ndarray:
+        return self.children_stats[:, :, PRIOR_LOGITS]
+
+    @property
+    def children_prior_probs(self) -> np.ndarray:
+        return self.children_stats[:, :, PRIOR_PROBS]
+
+    @property
+    def children_values(self) -> np.ndarray:
+        return self.children_stats[:, :, VALUES]
+
+    @property
+    def children_rewards(self) -> np.ndarray:
+        return self.children_stats[:, :, REWARDS]
+
+    @property
+    def children_discounts(self) -> np.ndarray:
+        return self.children_stats[:, :, DISCOUNTS]
 
 
 def allocate_tree(batch_size: int, num_simulations: int, num_actions: int) -> Tree:
     """Uninitialised storage; `search.kernels.init_roots` writes the roots."""
     node_shape = (batch_size, num_simulations + 1)
-    children_shape = (*node_shape, num_actions)
     return Tree(
         node_visits=np.empty(node_shape, np.int32),
         raw_values=np.empty(node_shape, np.float32),
@@ -75,29 +113,16 @@ def allocate_tree(batch_size: int, num_simulations: int, num_actions: int) -> Tr
         node_depth=np.empty(node_shape, np.int32),
         value_prefix=np.empty(node_shape, np.float32),
         is_reset=np.empty(node_shape, np.bool_),
-        children_index=np.empty(children_shape, np.int32),
-        children_prior_logits=np.empty(children_shape, np.float32),
-        children_prior_probs=np.empty(children_shape, np.float32),
-        children_visits=np.empty(children_shape, np.int32),
-        children_values=np.empty(children_shape, np.float32),
-        children_rewards=np.empty(children_shape, np.float32),
-        children_discounts=np.empty(children_shape, np.float32),
-        children_legal=np.empty(children_shape, np.bool_),
+        children_stats=np.empty((*node_shape, NUM_STATS, num_actions), np.float32),
+        children_counts=np.empty((*node_shape, NUM_COUNTS, num_actions), np.int32),
+        children_legal=np.empty((*node_shape, num_actions), np.bool_),
         root_gumbel=np.zeros((batch_size, num_actions), np.float32),
         tree_min_max=np.empty((batch_size, 2), np.float32),
     )
 
 
-@numba.njit(cache=True, inline="always")
-def child_qvalue(tree, b, node, a):
-    """``reward + discount * value`` of edge ``a`` of ``node`` (0 for an unvisited edge)."""
-    return tree.children_rewards[b, node, a] + tree.children_discounts[b, node, a] * np.float64(
-        tree.children_values[b, node, a]
-    )
-
-
 def num_actions(tree: Tree) -> int:
-    return tree.children_index.shape[-1]
+    return tree.children_legal.shape[-1]
 
 
 def num_simulations(tree: Tree) -> int:
@@ -106,10 +131,8 @@ def num_simulations(tree: Tree) -> int:
 
 def root_qvalues(tree: Tree) -> np.ndarray:
     """``[B, A]`` Q values of the root's children (0 where unvisited), as mctx's summary."""
-    rewards = tree.children_rewards[:, ROOT_INDEX]
-    discounts = tree.children_discounts[:, ROOT_INDEX]
-    values = tree.children_values[:, ROOT_INDEX]
-    return (rewards + discounts * values).astype(np.float32)
+    stats = tree.children_stats[:, ROOT_INDEX].astype(np.float64)
+    return (stats[:, REWARDS] + stats[:, DISCOUNTS] * stats[:, VALUES]).astype(np.float32)
 
 
 def tree_depths(tree: Tree) -> np.ndarray:

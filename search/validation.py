@@ -19,13 +19,24 @@ def to_numpy(x: Any) -> np.ndarray:
 
 
 def float_array(x: Any, name: str, shape: tuple[int, ...], *, check_finite: bool = True) -> np.ndarray:
-    """``x`` as a C-contiguous float32 array of ``shape``, or a clear error."""
+    """``x`` as a writeable C-contiguous float32 array of ``shape``, or a clear error."""
+    if (
+        type(x) is np.ndarray
+        and x.dtype == np.float32
+        and x.shape == shape
+        and x.flags.c_contiguous
+        and x.flags.writeable
+        and not check_finite
+    ):
+        return x  # the common case inside the search loop: nothing to convert
     array = to_numpy(x)
     if not np.issubdtype(array.dtype, np.floating):
         raise TypeError(f"{name} must be a floating-point array of shape {shape}; got dtype {array.dtype}")
     if array.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got {array.shape}")
     array = np.ascontiguousarray(array, dtype=np.float32)
+    if not array.flags.writeable:  # the kernels' compiled signatures take writeable arrays
+        array = array.copy()
     if check_finite and not np.isfinite(array).all():
         rows = np.unique(np.nonzero(~np.isfinite(array))[0]).tolist()
         raise ValueError(f"{name} has NaN or infinite entries (rows {rows[:10]}); finite values are required")
@@ -42,7 +53,8 @@ def legal_mask_array(x: Any, name: str, shape: tuple[int, int]) -> np.ndarray:
     empty_rows = np.nonzero(~mask.any(axis=1))[0]
     if empty_rows.size:
         raise ValueError(f"{name}: roots {empty_rows[:10].tolist()} have no legal action; every root needs one")
-    return np.ascontiguousarray(mask)
+    mask = np.ascontiguousarray(mask)
+    return mask if mask.flags.writeable else mask.copy()
 
 
 def positive_int(value: Any, name: str) -> int:

@@ -48,7 +48,15 @@ def _qtransform(cfg: dict) -> search.QTransform:
     return builders[name](**params)
 
 
-def run_record(record: dict, cfg: dict) -> search.SearchOutput:
+def tabular(record: dict) -> search.TabularModel:
+    """The record's MDP as a `search.TabularModel` (the model runs inside the kernels)."""
+    return search.tabular_model(
+        record["next_state"], record["reward"], record["discount"], record["prior_logits"], record["value"]
+    )
+
+
+def run_record(record: dict, cfg: dict, *, fused: bool = False) -> search.SearchOutput:
+    """Runs the record's search; ``fused`` runs its MDP as a `search.TabularModel`."""
     states = record["root_state"]
     legal = ~record["root_invalid"] if cfg["invalid_actions_passed"] else None
     common = dict(
@@ -57,7 +65,7 @@ def run_record(record: dict, cfg: dict) -> search.SearchOutput:
         max_depth=cfg["max_depth"],
         qtransform=_qtransform(cfg),
     )
-    recurrent_fn = table_recurrent_fn(record)
+    recurrent_fn = tabular(record) if fused else table_recurrent_fn(record)
     if cfg["policy"] == "muzero_policy":
         # mctx's noised (and masked) root logits are injected as the prior; no noise of ours.
         root = search.RootOutput(record["root_prior_logits_used"], record["value"][states], states)

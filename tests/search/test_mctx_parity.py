@@ -12,16 +12,18 @@ def test_golden_records_are_present():
     assert len(PATHS) == 44, f"expected the 44 mctx golden records, found {len(PATHS)}"
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["callback", "tabular"])
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
-def test_matches_mctx_golden_record(path):
+def test_matches_mctx_golden_record(path, fused):
     record, cfg = load(path)
-    out = run_record(record, cfg)
+    out = run_record(record, cfg, fused=fused)
     tree = out.tree
     np.testing.assert_array_equal(out.visit_counts, record["root_visit_counts"].astype(np.int32))
     np.testing.assert_array_equal(tree.node_visits, record["node_visits"])
     np.testing.assert_array_equal(tree.parents, record["parents"])
     np.testing.assert_array_equal(tree.action_from_parent, record["action_from_parent"])
-    np.testing.assert_array_equal(out.embeddings[:, :][tree.node_visits > 0], record["embeddings"][tree.node_visits > 0])
+    used = tree.node_visits > 0
+    np.testing.assert_array_equal(out.embeddings[used], record["embeddings"][used])
     np.testing.assert_array_equal(out.action, record["action"])
     tol = dict(rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(out.action_weights, record["action_weights"], **tol)

@@ -1,0 +1,96 @@
+"""Models for the search benchmarks: a random table MDP (numpy) and a small torch MLP."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+import search
+
+
+class TableModel:
+    """A random MDP over ``num_states`` states: the cheapest possible model (numpy gathers)."""
+
+    def __init__(self, num_actions: int, *, num_states: int = 4096, seed: int = 0, two_player: bool = False):
+        rng = np.random.default_rng(seed)
+        self.next_state = rng.integers(0, num_states, (num_states, num_actions)).astype(np.int32)
+        self.reward = rng.normal(0, 0.3, (num_states, num_actions)).astype(np.float32)
+        self.discount = np.full((num_states, num_actions), -1.0 if two_player else 0.997, np.float32)
+        self.prior_logits = rng.normal(0, 1, (num_states, num_actions)).astype(np.float32)
+        self.value = rng.normal(0, 1, num_states).astype(np.float32)
+        self.num_states = num_states
+
+    def root(self, batch_size: int, seed: int = 1) -> search.RootOutput:
+        states = np.random.default_rng(seed).integers(0, self.num_states, batch_size).astype(np.int32)
+        return search.RootOutput(self.prior_logits[states], self.value[states], states)
+
+    def __call__(self, state: np.ndarray, action: np.ndarray):
+        next_state = self.next_state[state, action]
+        step = search.StepOutput(
+            reward=self.reward[state, action],
+            discount=self.discount[state, action],
+            prior_logits=self.prior_logits[next_state],
+            value=self.value[next_state],
+        )
+        return step, next_state
+
+    def reference_model(self):
+        """The same MDP for `tests.search.reference` (one root, scalars)."""
+        from tests.search.reference import Transition
+
+        def model(state, action, is_reset):
+            next_state = int(self.next_state[state, action])
+            transition = Transition(
+                reward=float(self.reward[state, action]),
+                discount=float(self.discount[state, action]),
+                prior_logits=self.prior_logits[next_state],
+                value=float(self.value[next_state]),
+            )
+            return transition, next_state
+
+        return model
+
+
+class MLPModel(nn.Module):
+    """A small MuZero-style latent model: dynamics and prediction MLPs on a ``latent_dim`` state.
+
+    About 60k parameters at ``latent_dim=64, hidden=128, A=18`` -- a 'real network' of the size
+    used on classic control, small enough that the search's own cost stays visible.
+    """
+
+    def __init__(self, num_actions: int, *, latent_dim: int = 64, hidden: int = 128, seed: int = 0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.num_actions = num_actions
+        self.dynamics = nn.Sequential(
+            nn.Linear(latent_dim + num_actions, hidden), nn.ReLU(), nn.Linear(hidden, latent_dim + 1)
+        )
+        self.prediction = nn.Sequential(nn.Linear(latent_dim, hidden), nn.ReLU(), nn.Linear(hidden, num_actions + 1))
+        self.latent_dim = latent_dim
+        self.eval()
+
+    @torch.inference_mode()
+    def root(self, batch_size: int, seed: int = 1) -> search.RootOutput:
+        generator = torch.Generator().manual_seed(seed)
+        latent = torch.randn(batch_size, self.latent_dim, generator=generator)
+        logits, value = self._predict(latent)
+        return search.RootOutput(logits.numpy(), value.numpy(), latent)
+
+    def _predict(self, latent: torch.Tensor):
+        out = self.prediction(latent)
+        return out[:, :-1], torch.tanh(out[:, -1])
+
+    @torch.inference_mode()
+    def __call__(self, latent: torch.Tensor, action: torch.Tensor):
+        one_hot = nn.functional.one_hot(action, self.num_actions).to(latent.dtype)
+        out = self.dynamics(torch.cat([latent, one_hot], dim=1))
+        next_latent, reward = torch.tanh(out[:, :-1]), out[:, -1]
+        logits, value = self._predict(next_latent)
+        step = search.StepOutput(
+            reward=reward.numpy(),
+            discount=np.full(latent.shape[0], 0.997, np.float32),
+            prior_logits=logits.numpy(),
+            value=value.numpy(),
+        )
+        return step, next_latent

@@ -1,0 +1,68 @@
+"""Known finite MDPs as tables: the model runs inside the kernels, with no Python per simulation.
+
+Useful for planning in small known MDPs, for tests, and to measure the tree alone (mctx jits its
+table models the same way). Root embeddings are int state ids ``[B]``; the search's embeddings
+output holds the state id of every node ``[B, N + 1]``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from search.validation import float_array, legal_mask_array
+
+
+class TabularModel(NamedTuple):
+    """``S`` states, ``A`` actions; build with `tabular_model` (it validates and converts).
+
+    next_state: ``[S, A]`` int32 successor of each edge.
+    reward: ``[S, A]`` float32 edge rewards.
+    discount: ``[S, A]`` float32 edge discounts (``-1`` two-player, ``0`` terminal).
+    prior_logits: ``[S, A]`` float32 policy logits of each state.
+    value: ``[S]`` float32 value of each state.
+    legal: ``[S, A]`` bool, True = legal in that state.
+    """
+
+    next_state: np.ndarray
+    reward: np.ndarray
+    discount: np.ndarray
+    prior_logits: np.ndarray
+    value: np.ndarray
+    legal: np.ndarray
+
+
+def tabular_model(next_state, reward, discount, prior_logits, value, legal=None) -> TabularModel:
+    """A `TabularModel` from array-likes, with errors naming the bad argument."""
+    next_state = np.asarray(next_state)
+    if next_state.ndim != 2 or not np.issubdtype(next_state.dtype, np.integer):
+        raise ValueError(f"next_state must be an integer array [S, A]; got {next_state.dtype} {next_state.shape}")
+    num_states, num_actions = next_state.shape
+    if next_state.size and (next_state.min() < 0 or next_state.max() >= num_states):
+        raise ValueError(f"next_state entries must be state ids in [0, {num_states}); got {next_state.min()}..{next_state.max()}")
+    shape = (num_states, num_actions)
+    if legal is None:
+        legal = np.ones(shape, np.bool_)
+    return TabularModel(
+        next_state=np.ascontiguousarray(next_state, dtype=np.int32),
+        reward=float_array(reward, "reward", shape),
+        discount=float_array(discount, "discount", shape),
+        prior_logits=float_array(prior_logits, "prior_logits", shape),
+        value=float_array(value, "value", (num_states,)),
+        legal=legal_mask_array(legal, "legal", shape),
+    )
+
+
+def root_states(embedding, model: TabularModel, batch_size: int) -> np.ndarray:
+    """Validated root state ids ``[B]`` int32."""
+    states = np.asarray(embedding)
+    num_states = model.value.shape[0]
+    if states.shape != (batch_size,) or not np.issubdtype(states.dtype, np.integer):
+        raise ValueError(
+            f"with a TabularModel the root embedding must be integer state ids of shape ({batch_size},); "
+            f"got {states.dtype} {states.shape}"
+        )
+    if states.min() < 0 or states.max() >= num_states:
+        raise ValueError(f"root state ids must be in [0, {num_states}); got {states.min()}..{states.max()}")
+    return states.astype(np.int32)
