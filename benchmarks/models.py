@@ -21,6 +21,10 @@ class TableModel:
         self.value = rng.normal(0, 1, num_states).astype(np.float32)
         self.num_states = num_states
 
+    def tabular(self) -> search.TabularModel:
+        """The same MDP as a `search.TabularModel`: looked up inside the kernels (the tree alone)."""
+        return search.tabular_model(self.next_state, self.reward, self.discount, self.prior_logits, self.value)
+
     def root(self, batch_size: int, seed: int = 1) -> search.RootOutput:
         states = np.random.default_rng(seed).integers(0, self.num_states, batch_size).astype(np.int32)
         return search.RootOutput(self.prior_logits[states], self.value[states], states)

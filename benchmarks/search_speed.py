@@ -6,8 +6,10 @@ reference (``tests/search/reference.py``) measured in the same run, plus numba c
 
 Policies: ``puct`` (mctx semantics), ``puct-ez`` (EfficientZero/LightZero's tree-wide min-max
 with parent-mean Q for unvisited children: shallow trees, compare with LightZero), ``gumbel``
-(Gumbel MuZero, m=16). Models: ``table`` (a numpy table MDP: the tree alone) and ``mlp`` (a small
-torch MLP: search overhead next to a real network). The reference is timed on at most
+(Gumbel MuZero, m=16). Models: ``tabular`` (a table MDP looked up inside the kernels: the tree alone, as
+mctx jits its table models), ``table`` (the same MDP as a Python ``recurrent_fn`` doing numpy
+gathers: adds the per-simulation Python round trip) and ``mlp`` (a small torch MLP: search
+overhead next to a real network). The reference is timed on at most
 ``--reference-roots`` roots and scaled by B (its roots are independent), and skipped where it
 would take too long.
 """
@@ -46,10 +48,15 @@ def policy_call(policy: str):
     return search.muzero_policy, {}
 
 
-def time_search(policy: str, model, batch_size: int, num_simulations: int, budget_s: float):
+def time_search(policy: str, model, batch_size: int, num_simulations: int, budget_s: float, fused: bool):
     """Median ms per search over repeats filling ``budget_s``; also model ms and mean depth."""
     fn, kwargs = policy_call(policy)
     root = model.root(batch_size)
+    if fused:
+        tabular = model.tabular()
+        model = lambda *_: None  # noqa: E731 - never called: the fused search ignores it
+        fn_fused = fn
+        fn = lambda root, _model, **kw: fn_fused(root, tabular, **kw)  # noqa: E731
     model_seconds = [0.0]
 
     def timed_model(*args):
@@ -125,7 +132,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="only the four points of the peers' table")
     parser.add_argument("--policies", default="puct,puct-ez,gumbel")
-    parser.add_argument("--models", default="table,mlp")
+    parser.add_argument("--models", default="tabular,table,mlp")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of repeats per point")
     parser.add_argument("--reference-roots", type=int, default=4)
     parser.add_argument("--reference-max-sims", type=int, default=20_000, help="skip the reference above B*N")
@@ -135,7 +142,7 @@ def main(argv=None) -> None:
     print(f"numba threads: {numba.get_num_threads()}, parallel kernels from B >= "
           f"{search.search.PARALLEL_MIN_BATCH}")
     header = (
-        f"{'policy':8} {'model':5} {'B':>5} {'N':>4} {'A':>4} {'ms/search':>10} {'sims/s':>10} "
+        f"{'policy':8} {'model':7} {'B':>5} {'N':>4} {'A':>4} {'ms/search':>10} {'sims/s':>10} "
         f"{'depth':>6} {'model %':>8} {'ref ms':>9} {'x ref':>7} {'peer':>12} {'peer ms':>8} {'x peer':>7}"
     )
     print(header)
@@ -144,12 +151,13 @@ def main(argv=None) -> None:
         for batch_size, num_simulations, num_actions in grid(args.quick):
             if model_name == "mlp" and num_actions > 64 and not args.quick:
                 continue
-            model = TableModel(num_actions) if model_name == "table" else MLPModel(num_actions)
+            model = MLPModel(num_actions) if model_name == "mlp" else TableModel(num_actions)
             for policy in args.policies.split(","):
-                ms, model_ms, depth = time_search(policy, model, batch_size, num_simulations, args.budget)
+                fused = model_name == "tabular"
+                ms, model_ms, depth = time_search(policy, model, batch_size, num_simulations, args.budget, fused)
                 sims_per_s = batch_size * num_simulations / (ms / 1e3)
                 ref = ""
-                if model_name == "table" and batch_size * num_simulations <= args.reference_max_sims:
+                if model_name != "mlp" and batch_size * num_simulations <= args.reference_max_sims:
                     ref_ms = time_reference(policy, model, batch_size, num_simulations, args.reference_roots)
                     ref = f"{ref_ms:9.1f} {ref_ms / ms:7.1f}"
                 else:
@@ -157,11 +165,11 @@ def main(argv=None) -> None:
                 peer = PEER_MS.get((batch_size, num_simulations, num_actions), {}).get(policy)
                 peer_cols = (
                     f"{PEER_NAME[policy]:>12} {peer:8.1f} {peer / ms:7.1f}"
-                    if peer and model_name == "table"
+                    if peer and model_name != "mlp"
                     else f"{'':>12} {'':>8} {'':>7}"
                 )
                 print(
-                    f"{policy:8} {model_name:5} {batch_size:5d} {num_simulations:4d} {num_actions:4d} {ms:10.2f} "
+                    f"{policy:8} {model_name:7} {batch_size:5d} {num_simulations:4d} {num_actions:4d} {ms:10.2f} "
                     f"{sims_per_s:10.0f} {depth:6.1f} {100 * model_ms / ms:7.0f}% {ref} {peer_cols}",
                     flush=True,
                 )

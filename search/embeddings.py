@@ -66,6 +66,10 @@ class ArrayEmbeddings:
                 raise ValueError("embedding arrays need a leading batch dimension [B, ...]; got a scalar")
             if self.batch_size is None:
                 self.batch_size = leaf.shape[0]
+            elif leaf.shape[0] != self.batch_size:
+                raise ValueError(
+                    f"every leaf of the root embedding needs the same batch size; got {self.batch_size} and {leaf.shape[0]}"
+                )
             shape = (leaf.shape[0], num_simulations + 1, *leaf.shape[1:])
             if _is_tensor(leaf):
                 buffer = torch.empty(shape, dtype=leaf.dtype, device=leaf.device)
@@ -96,11 +100,27 @@ class ArrayEmbeddings:
         """Stores ``embedding`` (a nest like the root's, leaves ``[B, ...]``) at ``node_index``."""
 
         def write(leaf, value):
+            kind = "torch tensor" if _is_tensor(leaf) else "numpy array"
+            if _is_tensor(leaf) != _is_tensor(value) or not (_is_tensor(value) or isinstance(value, np.ndarray)):
+                raise TypeError(
+                    f"recurrent_fn returned an embedding of type {type(value).__name__}; the root embedding is a {kind}"
+                )
+            same_kind = (
+                torch.can_cast(value.dtype, leaf.dtype)
+                if _is_tensor(value)
+                else np.can_cast(value.dtype, leaf.dtype, casting="same_kind")
+            )
+            if not same_kind:  # e.g. floats into an int store would be silently truncated
+                raise TypeError(
+                    f"recurrent_fn returned an embedding of dtype {value.dtype}; the root embedding has dtype {leaf.dtype}"
+                )
             if tuple(value.shape) != (leaf.shape[0], *leaf.shape[2:]):
                 raise ValueError(
                     f"recurrent_fn returned an embedding of shape {tuple(value.shape)}; expected "
                     f"{(leaf.shape[0], *leaf.shape[2:])} like the root embedding"
                 )
+            if _is_tensor(value):
+                value = value.detach()  # the store must not keep autograd graphs alive
             leaf[self._index(node_index, leaf)] = value
 
         _map2(write, self.storage, embedding)

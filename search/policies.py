@@ -20,6 +20,7 @@ import numpy as np
 
 from search import kernels, rng
 from search.qtransforms import (
+    QTRANSFORM_KINDS,
     QTransform,
     qtransform_by_parent_and_siblings,
     qtransform_completed_by_mix_value,
@@ -27,7 +28,14 @@ from search.qtransforms import (
 from search.records import RootOutput, SearchOutput
 from search.search import run_search
 from search.tree import ROOT_INDEX, root_qvalues
-from search.validation import float_array, in_range, legal_mask_array, positive_float, positive_int
+from search.validation import (
+    float_array,
+    in_range,
+    legal_mask_array,
+    non_negative_float,
+    positive_float,
+    positive_int,
+)
 
 _FLOAT32_TINY = np.finfo(np.float32).tiny
 
@@ -67,7 +75,8 @@ def muzero_policy(
       dirichlet_legal_only: draw the noise over legal actions only (mctx draws over all A
         and masks afterwards, which wastes noise mass on illegal actions).
       pb_c_init, pb_c_base: the pUCT exploration constants.
-      temperature: the action is sampled from ``visits ** (1 / temperature)``; 0 = argmax.
+      temperature: the action is sampled from ``max(visits / N, tiny) ** (1 / temperature)`` as
+        in mctx (so at high temperature an unvisited legal action keeps a tiny chance); 0 = argmax.
       qtransform: value normalisation (default mctx's by parent and siblings); see
         `search.qtransforms` for EfficientZero's tree-wide min-max.
       value_prefix_horizon: EfficientZero value prefix: ``StepOutput.reward`` is the predicted
@@ -84,6 +93,7 @@ def muzero_policy(
     if not (np.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be a finite number >= 0; got {temperature!r}")
     positive_float(pb_c_base, "pb_c_base")
+    non_negative_float(pb_c_init, "pb_c_init")
     keys = rng.root_keys(seed, batch_size)
 
     noise = None
@@ -97,7 +107,7 @@ def muzero_policy(
             rng.batch_dirichlet(keys, alpha, include, noise)
     params = kernels.kernel_params(
         policy=kernels.POLICY_MUZERO,
-        qtransform=_check_qtransform(qtransform or qtransform_by_parent_and_siblings()),
+        qtransform=_check_qtransform(qtransform_by_parent_and_siblings() if qtransform is None else qtransform),
         pb_c_init=float(pb_c_init),
         pb_c_base=float(pb_c_base),
         max_depth=_max_depth(max_depth, num_simulations),
@@ -172,16 +182,17 @@ def gumbel_muzero_policy(
     gumbel_scale = float(gumbel_scale)
     if not (np.isfinite(gumbel_scale) and gumbel_scale >= 0):
         raise ValueError(f"gumbel_scale must be a finite number >= 0; got {gumbel_scale!r}")
+    keys = rng.root_keys(seed, batch_size)  # validated even when unused
     if deterministic:
         root_gumbel = np.zeros((batch_size, num_actions), np.float32)
     elif gumbel is not None:
         root_gumbel = float_array(gumbel, "gumbel", (batch_size, num_actions))
     else:
         root_gumbel = np.empty((batch_size, num_actions), np.float32)
-        rng.batch_gumbel(rng.root_keys(seed, batch_size), rng.STREAM_GUMBEL, gumbel_scale, root_gumbel)
+        rng.batch_gumbel(keys, rng.STREAM_GUMBEL, gumbel_scale, root_gumbel)
     params = kernels.kernel_params(
         policy=kernels.POLICY_GUMBEL,
-        qtransform=_check_qtransform(qtransform or qtransform_completed_by_mix_value()),
+        qtransform=_check_qtransform(qtransform_completed_by_mix_value() if qtransform is None else qtransform),
         max_depth=_max_depth(max_depth, num_simulations),
         value_prefix_horizon=_horizon(value_prefix_horizon),
     )
@@ -218,8 +229,12 @@ def _validate_root(root: RootOutput, legal_mask: Any):
     if not isinstance(root, RootOutput):
         raise TypeError(f"root must be a search.RootOutput; got {type(root).__name__}")
     logits_shape = getattr(root.prior_logits, "shape", None)
-    if logits_shape is None or len(logits_shape) != 2 or 0 in tuple(logits_shape):
-        raise ValueError(f"root.prior_logits must have shape [B, A] with B, A >= 1; got {logits_shape}")
+    if logits_shape is None:
+        raise ValueError(
+            f"root.prior_logits must be an array [B, A] (numpy or torch); got a {type(root.prior_logits).__name__}"
+        )
+    if len(logits_shape) != 2 or 0 in tuple(logits_shape):
+        raise ValueError(f"root.prior_logits must have shape [B, A] with B, A >= 1; got {tuple(logits_shape)}")
     batch_size, num_actions = (int(n) for n in logits_shape)
     prior_logits = float_array(root.prior_logits, "root.prior_logits", (batch_size, num_actions))
     value = float_array(root.value, "root.value", (batch_size,))
@@ -241,7 +256,7 @@ def _horizon(value_prefix_horizon: int | None) -> int:
 
 
 def _check_qtransform(qtransform: QTransform) -> QTransform:
-    if not isinstance(qtransform, QTransform):
+    if not isinstance(qtransform, QTransform) or qtransform.kind not in QTRANSFORM_KINDS:
         raise TypeError(
             "qtransform must be built with search.qtransform_by_parent_and_siblings, "
             "qtransform_by_min_max, qtransform_tree_min_max or qtransform_completed_by_mix_value; "

@@ -18,6 +18,7 @@ PARENT_AND_SIBLINGS = 0
 MIN_MAX = 1
 TREE_MIN_MAX = 2
 COMPLETED_BY_MIX_VALUE = 3
+QTRANSFORM_KINDS = (PARENT_AND_SIBLINGS, MIN_MAX, TREE_MIN_MAX, COMPLETED_BY_MIX_VALUE)
 
 _FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
@@ -47,6 +48,8 @@ def qtransform_by_min_max(*, min_value: float, max_value: float) -> QTransform:
     """Fixed bounds: ``(Q - min_value) / (max_value - min_value)``; unvisited children score 0."""
     if not max_value > min_value:
         raise ValueError(f"qtransform_by_min_max needs max_value > min_value; got {min_value=}, {max_value=}")
+    if not (np.isfinite(min_value) and np.isfinite(max_value)):
+        raise ValueError(f"qtransform_by_min_max needs finite bounds; got {min_value=}, {max_value=}")
     return QTransform(MIN_MAX, min_value=float(min_value), max_value=float(max_value))
 
 
@@ -74,6 +77,11 @@ def qtransform_completed_by_mix_value(
     """Gumbel MuZero (Danihelka et al. 2022, eq. 8-10 and appendix D): unvisited Q completed by
     the mixed value (or the raw value when ``use_mixed_value=False``), optionally rescaled to [0, 1], then ``sigma = (maxvisit_init + max N) *
     value_scale * Q``."""
+    for name, number in (("value_scale", value_scale), ("maxvisit_init", maxvisit_init)):
+        if not (np.isfinite(number) and number >= 0):
+            raise ValueError(f"qtransform_completed_by_mix_value needs {name} finite and >= 0; got {number!r}")
+    if not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"qtransform_completed_by_mix_value needs epsilon finite and > 0; got {epsilon!r}")
     return QTransform(
         COMPLETED_BY_MIX_VALUE,
         epsilon=epsilon,

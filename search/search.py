@@ -21,6 +21,9 @@ from search.validation import float_array, legal_mask_array
 
 # Below this many roots the parallel kernels cost more (thread wake-up) than they save.
 PARALLEL_MIN_BATCH = 64
+# The fused tabular search runs whole trees per thread; below this many root-simulations the
+# thread wake-up is not worth it.
+PARALLEL_MIN_TABULAR_WORK = 512
 
 _STATUS_MESSAGES = {
     kernels.BAD_VALUE: "a NaN or infinite value",
@@ -28,6 +31,7 @@ _STATUS_MESSAGES = {
     kernels.BAD_DISCOUNT: "a NaN or infinite discount",
     kernels.BAD_LOGITS: "NaN or +inf prior logits",
     kernels.NO_LEGAL_ACTION: "a legal mask with no legal action",
+    kernels.NO_FINITE_LOGIT: "prior logits that are -inf on every legal action",
 }
 
 
@@ -87,7 +91,7 @@ def run_search(
             result = recurrent_fn(parent_embedding, actions)
         step, new_embedding = _unpack(result)
         store.scatter(pending.node_index, new_embedding)
-        step_arrays = _step_arrays(step, batch_size, num_actions, all_legal)
+        step_arrays = _step_arrays(step, batch_size, num_actions, all_legal, sim)
         if sim == 0:
             expand_and_backup = _entry_point(expand_and_backup, tree, params, sim, pending, *step_arrays)
         expand_and_backup(tree, params, sim, pending, *step_arrays)
@@ -113,7 +117,9 @@ def _run_tabular(tree, params, table, num_considered, model, embedding, scratch,
         )
     states = np.zeros((batch_size, num_nodes), np.int32)
     states[:, 0] = root_states(embedding, model, batch_size)
-    kernel = kernels.search_tabular_parallel if batch_size >= PARALLEL_MIN_BATCH else kernels.search_tabular_serial
+    # One parallel region per search (not per simulation), so threads pay off much earlier.
+    parallel = batch_size > 1 and batch_size * (num_nodes - 1) >= PARALLEL_MIN_TABULAR_WORK
+    kernel = kernels.search_tabular_parallel if parallel else kernels.search_tabular_serial
     kernel(tree, params, table, num_considered, model, states, scratch, status)
     if status.any():
         _raise_bad_step(status, None)
@@ -153,7 +159,7 @@ def _unpack(result: Any) -> tuple[StepOutput, Any]:
     return result
 
 
-def _step_arrays(step: StepOutput, batch_size: int, num_actions: int, all_legal: np.ndarray):
+def _step_arrays(step: StepOutput, batch_size: int, num_actions: int, all_legal: np.ndarray, sim: int):
     """The model's step output as float32/bool numpy arrays; finiteness is checked in the kernel."""
     reward = float_array(step.reward, "StepOutput.reward", (batch_size,), check_finite=False)
     discount = float_array(step.discount, "StepOutput.discount", (batch_size,), check_finite=False)
@@ -162,7 +168,7 @@ def _step_arrays(step: StepOutput, batch_size: int, num_actions: int, all_legal:
     if step.legal is None:
         legal = all_legal
     else:
-        legal = legal_mask_array(step.legal, "StepOutput.legal", (batch_size, num_actions))
+        legal = legal_mask_array(step.legal, f"StepOutput.legal (simulation {sim})", (batch_size, num_actions))
     return reward, discount, logits, value, legal
 
 

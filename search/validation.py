@@ -52,7 +52,7 @@ def legal_mask_array(x: Any, name: str, shape: tuple[int, int]) -> np.ndarray:
         raise ValueError(f"{name} must have shape {shape}; got {mask.shape}")
     empty_rows = np.nonzero(~mask.any(axis=1))[0]
     if empty_rows.size:
-        raise ValueError(f"{name}: roots {empty_rows[:10].tolist()} have no legal action; every root needs one")
+        raise ValueError(f"{name}: rows {empty_rows[:10].tolist()} have no legal action; every node needs one")
     mask = np.ascontiguousarray(mask)
     return mask if mask.flags.writeable else mask.copy()
 
@@ -63,13 +63,27 @@ def positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+    return float(value)
+
+
 def in_range(value: float, name: str, low: float, high: float) -> float:
-    if not (low <= value <= high):
+    if not (low <= _number(value, name) <= high):
         raise ValueError(f"{name} must be in [{low}, {high}]; got {value!r}")
     return float(value)
 
 
 def positive_float(value: float, name: str) -> float:
-    if not (np.isfinite(value) and value > 0):
+    number = _number(value, name)
+    if not (np.isfinite(number) and number > 0):
         raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-    return float(value)
+    return number
+
+
+def non_negative_float(value: float, name: str) -> float:
+    number = _number(value, name)
+    if not (np.isfinite(number) and number >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
+    return number

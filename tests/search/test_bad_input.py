@@ -1,7 +1,5 @@
 """Bad inputs fail early with errors that name the bad value and what would be accepted.
 
-Inputs that are not caught, or caught with an unclear error, are ``xfail(strict=True)`` with the
-reason: they document a gap in `search` and turn into failures once it is closed.
 """
 
 from __future__ import annotations
@@ -104,11 +102,6 @@ def test_prior_logits_must_be_a_nonempty_matrix(problem, shape):
         run(problem, root=root)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="prior_logits given as a nested list is refused with 'got None' (it has no .shape), "
-    "while root.value accepts a list; the message names neither the type nor that arrays are needed",
-)
 def test_prior_logits_as_nested_list_gets_a_clear_error(problem):
     root = root_output(problem)
     root = root._replace(prior_logits=root.prior_logits.tolist())
@@ -196,7 +189,7 @@ def test_root_without_a_legal_action(problem, policy):
     mask[1] = False
     with pytest.raises(
         ValueError,
-        match=escaped("legal_mask: roots [1] have no legal action; every root needs one"),
+        match=escaped("legal_mask: rows [1] have no legal action; every node needs one"),
     ):
         run(problem, policy, legal_mask=mask)
 
@@ -204,28 +197,22 @@ def test_root_without_a_legal_action(problem, policy):
 def test_interior_legal_mask_with_an_empty_row(problem, policy):
     legal = np.ones((BATCH, ACTIONS), bool)
     legal[0] = False
-    with pytest.raises(ValueError, match=r"StepOutput\.legal: roots \[0\] have no legal action"):
+    with pytest.raises(ValueError, match=r"StepOutput\.legal \(simulation 0\): rows \[0\] have no legal action"):
         run(problem, policy, recurrent_fn=step_with(problem, legal=legal))
 
 
 def test_interior_legal_mask_of_wrong_shape_or_dtype(problem):
     with pytest.raises(
         ValueError,
-        match=escaped(f"StepOutput.legal must have shape ({BATCH}, {ACTIONS}); got (1, {ACTIONS})"),
+        match=escaped(f"StepOutput.legal (simulation 0) must have shape ({BATCH}, {ACTIONS}); got (1, {ACTIONS})"),
     ):
         run(problem, recurrent_fn=step_with(problem, legal=np.ones((1, ACTIONS), bool)))
     with pytest.raises(
-        TypeError, match=r"StepOutput\.legal must be a bool array .* got dtype int64"
+        TypeError, match=r"StepOutput\.legal \(simulation 0\) must be a bool array .* got dtype int64"
     ):
         run(problem, recurrent_fn=step_with(problem, legal=np.ones((BATCH, ACTIONS), np.int64)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="interior logits that are -inf on every legal action are reported as 'a legal mask "
-    "with no legal action', even when no legal mask was returned (the kernel's NO_LEGAL_ACTION "
-    "status covers both); the message should point at the logits",
-)
 def test_interior_logits_all_minus_inf_blame_the_logits(problem):
     logits = np.full((BATCH, ACTIONS), -np.inf, np.float32)
     # The first clause (before the generic advice after ';') must say what was wrong.
@@ -364,33 +351,18 @@ def test_embedding_nest_of_another_structure_is_rejected(problem):
         run(problem, root=root, recurrent_fn=recurrent_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Python list returned where the root embedding was an array fails with "
-    "AttributeError: 'list' object has no attribute 'shape' inside ArrayEmbeddings.scatter",
-)
 def test_list_embedding_returned_for_an_array_root_gets_a_clear_error(problem):
     recurrent_fn = embedding_with(problem, lambda state: state.tolist())
     with pytest.raises((TypeError, ValueError), match=r"recurrent_fn returned"):
         run(problem, recurrent_fn=recurrent_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a float embedding returned for an int32 root embedding is silently cast (truncated) "
-    "into the int32 store instead of being refused",
-)
 def test_embedding_of_another_dtype_is_rejected(problem):
     recurrent_fn = embedding_with(problem, lambda state: state + 0.5)
     with pytest.raises((TypeError, ValueError), match=r"recurrent_fn returned .*dtype"):
         run(problem, recurrent_fn=recurrent_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a numpy embedding returned for a torch root embedding fails with torch's own "
-    '"can\'t assign a numpy.ndarray to a torch.FloatTensor", which does not name recurrent_fn',
-)
 def test_numpy_embedding_returned_for_a_torch_root_gets_a_clear_error(problem):
     root = root_output(problem, embedding=torch.zeros(BATCH, 4))
     table_fn = table_recurrent_fn(problem)
@@ -495,10 +467,6 @@ def test_pb_c_base_must_be_positive(problem):
         run(problem, pb_c_base=0.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pb_c_init is not validated: NaN makes every pUCT score NaN and the search silently picks the first legal action",
-)
 def test_pb_c_init_must_be_finite(problem):
     with pytest.raises(ValueError, match=r"pb_c_init"):
         run(problem, pb_c_init=float("nan"))
@@ -525,11 +493,6 @@ def test_qtransform_must_be_a_qtransform(problem, policy, qtransform):
         run(problem, policy, qtransform=qtransform)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a falsy qtransform (0, '', ()) is silently replaced by the default because "
-    "the policies use `qtransform or default` instead of `is None`",
-)
 def test_falsy_qtransform_is_not_silently_replaced(problem):
     with pytest.raises(TypeError, match=r"qtransform must be built with"):
         run(problem, qtransform=0)
@@ -546,11 +509,6 @@ def test_qtransform_by_min_max_needs_max_above_min(low, high):
         search.qtransform_by_min_max(min_value=low, max_value=high)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="qtransform_by_min_max accepts infinite bounds; the kernel then computes (q + inf) * 0 = NaN "
-    "for every child and the search runs on NaN scores without an error",
-)
 def test_qtransform_by_min_max_needs_finite_bounds():
     with pytest.raises(ValueError, match=r"qtransform_by_min_max"):
         search.qtransform_by_min_max(min_value=-np.inf, max_value=np.inf)
@@ -569,11 +527,6 @@ def test_qtransform_tree_min_max_needs_a_known_unvisited_rule():
         search.qtransform_tree_min_max(unvisited="max")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="qtransform_completed_by_mix_value validates none of its numbers: value_scale=NaN "
-    "makes every completed Q NaN and the search runs without an error",
-)
 def test_qtransform_completed_by_mix_value_needs_finite_numbers():
     with pytest.raises(ValueError, match=r"value_scale"):
         search.qtransform_completed_by_mix_value(value_scale=float("nan"))

@@ -155,11 +155,6 @@ def test_leaves_must_be_arrays_with_a_batch_dimension():
         ArrayEmbeddings(np.array(1.0), SIMS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leaves of a nest with different batch sizes are accepted; the mismatch surfaces "
-    "later as 'recurrent_fn returned an embedding of shape ...', blaming the model for a bad root",
-)
 def test_nest_leaves_must_share_the_batch_size():
     with pytest.raises(ValueError, match=r"batch"):
         ArrayEmbeddings({"a": np.zeros((BATCH, 2)), "b": np.zeros((BATCH + 1, 2))}, SIMS)
