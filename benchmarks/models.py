@@ -12,21 +12,29 @@ import search
 class TableModel:
     """A random MDP over ``num_states`` states: the cheapest possible model (numpy gathers)."""
 
-    def __init__(self, num_actions: int, *, num_states: int = 4096, seed: int = 0, two_player: bool = False):
+    def __init__(
+        self, num_actions: int, *, num_states: int = 4096, seed: int = 0, two_player: bool = False
+    ):
         rng = np.random.default_rng(seed)
         self.next_state = rng.integers(0, num_states, (num_states, num_actions)).astype(np.int32)
         self.reward = rng.normal(0, 0.3, (num_states, num_actions)).astype(np.float32)
-        self.discount = np.full((num_states, num_actions), -1.0 if two_player else 0.997, np.float32)
+        self.discount = np.full(
+            (num_states, num_actions), -1.0 if two_player else 0.997, np.float32
+        )
         self.prior_logits = rng.normal(0, 1, (num_states, num_actions)).astype(np.float32)
         self.value = rng.normal(0, 1, num_states).astype(np.float32)
         self.num_states = num_states
 
     def tabular(self) -> search.TabularModel:
         """The same MDP as a `search.TabularModel`: looked up inside the kernels (the tree alone)."""
-        return search.tabular_model(self.next_state, self.reward, self.discount, self.prior_logits, self.value)
+        return search.tabular_model(
+            self.next_state, self.reward, self.discount, self.prior_logits, self.value
+        )
 
     def root(self, batch_size: int, seed: int = 1) -> search.RootOutput:
-        states = np.random.default_rng(seed).integers(0, self.num_states, batch_size).astype(np.int32)
+        states = (
+            np.random.default_rng(seed).integers(0, self.num_states, batch_size).astype(np.int32)
+        )
         return search.RootOutput(self.prior_logits[states], self.value[states], states)
 
     def __call__(self, state: np.ndarray, action: np.ndarray):
@@ -68,9 +76,13 @@ class MLPModel(nn.Module):
         torch.manual_seed(seed)
         self.num_actions = num_actions
         self.dynamics = nn.Sequential(
-            nn.Linear(latent_dim + num_actions, hidden), nn.ReLU(), nn.Linear(hidden, latent_dim + 1)
+            nn.Linear(latent_dim + num_actions, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, latent_dim + 1),
         )
-        self.prediction = nn.Sequential(nn.Linear(latent_dim, hidden), nn.ReLU(), nn.Linear(hidden, num_actions + 1))
+        self.prediction = nn.Sequential(
+            nn.Linear(latent_dim, hidden), nn.ReLU(), nn.Linear(hidden, num_actions + 1)
+        )
         self.latent_dim = latent_dim
         self.eval()
 

@@ -10,8 +10,7 @@ with parent-mean Q for unvisited children: shallow trees, compare with LightZero
 mctx jits its table models), ``table`` (the same MDP as a Python ``recurrent_fn`` doing numpy
 gathers: adds the per-simulation Python round trip) and ``mlp`` (a small torch MLP: search
 overhead next to a real network). The reference is timed on at most
-``--reference-roots`` roots and scaled by B (its roots are independent), and skipped where it
-would take too long.
+``--reference-roots`` roots and scaled by B (its roots are independent).
 """
 
 from __future__ import annotations
@@ -48,7 +47,9 @@ def policy_call(policy: str):
     return search.muzero_policy, {}
 
 
-def time_search(policy: str, model, batch_size: int, num_simulations: int, budget_s: float, fused: bool):
+def time_search(
+    policy: str, model, batch_size: int, num_simulations: int, budget_s: float, fused: bool
+):
     """Median ms per search over repeats filling ``budget_s``; also model ms and mean depth."""
     fn, kwargs = policy_call(policy)
     root = model.root(batch_size)
@@ -78,7 +79,9 @@ def time_search(policy: str, model, batch_size: int, num_simulations: int, budge
     return 1e3 * times[order], 1e3 * model_times[order], float(search.tree_depths(out.tree).mean())
 
 
-def time_reference(policy: str, model: TableModel, batch_size: int, num_simulations: int, roots: int):
+def time_reference(
+    policy: str, model: TableModel, batch_size: int, num_simulations: int, roots: int
+):
     """ms for B roots by the pure-Python reference, timed on ``roots`` of them and scaled."""
     from tests.search import reference
 
@@ -89,7 +92,9 @@ def time_reference(policy: str, model: TableModel, batch_size: int, num_simulati
     for b in range(count):
         args = (ref_model, root.prior_logits[b], float(root.value[b]), int(root.embedding[b]))
         if policy == "gumbel":
-            reference.run_gumbel(*args, num_simulations=num_simulations, gumbel=np.zeros(model.prior_logits.shape[1]))
+            reference.run_gumbel(
+                *args, num_simulations=num_simulations, gumbel=np.zeros(model.prior_logits.shape[1])
+            )
         else:
             qtransform = reference.TreeMinMax() if policy == "puct-ez" else None
             reference.run_muzero(*args, num_simulations=num_simulations, qtransform=qtransform)
@@ -109,7 +114,9 @@ def compile_times() -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
         for _ in range(2):
-            output = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+            output = subprocess.run(
+                [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+            )
             results.append(float(output.stdout.strip().splitlines()[-1]))
     return results[0], results[1]
 
@@ -129,18 +136,26 @@ def grid(quick: bool):
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="only the four points of the peers' table")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="only the four points of the peers' table"
+    )
     parser.add_argument("--policies", default="puct,puct-ez,gumbel")
     parser.add_argument("--models", default="tabular,table,mlp")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of repeats per point")
     parser.add_argument("--reference-roots", type=int, default=4)
-    parser.add_argument("--reference-max-sims", type=int, default=20_000, help="skip the reference above B*N")
+    parser.add_argument(
+        "--reference-max-sims", type=int, default=20_000, help="skip the reference above B*N"
+    )
     parser.add_argument("--no-compile-times", action="store_true")
     args = parser.parse_args(argv)
 
-    print(f"numba threads: {numba.get_num_threads()}, parallel kernels from B >= "
-          f"{search.search.PARALLEL_MIN_BATCH}")
+    print(
+        f"numba threads: {numba.get_num_threads()}, parallel kernels from B >= "
+        f"{search.search.PARALLEL_MIN_BATCH}"
+    )
     header = (
         f"{'policy':8} {'model':7} {'B':>5} {'N':>4} {'A':>4} {'ms/search':>10} {'sims/s':>10} "
         f"{'depth':>6} {'model %':>8} {'ref ms':>9} {'x ref':>7} {'peer':>12} {'peer ms':>8} {'x peer':>7}"
@@ -154,11 +169,15 @@ def main(argv=None) -> None:
             model = MLPModel(num_actions) if model_name == "mlp" else TableModel(num_actions)
             for policy in args.policies.split(","):
                 fused = model_name == "tabular"
-                ms, model_ms, depth = time_search(policy, model, batch_size, num_simulations, args.budget, fused)
+                ms, model_ms, depth = time_search(
+                    policy, model, batch_size, num_simulations, args.budget, fused
+                )
                 sims_per_s = batch_size * num_simulations / (ms / 1e3)
                 ref = ""
-                if model_name != "mlp" and batch_size * num_simulations <= args.reference_max_sims:
-                    ref_ms = time_reference(policy, model, batch_size, num_simulations, args.reference_roots)
+                if model_name != "mlp" and args.reference_roots > 0:
+                    ref_ms = time_reference(
+                        policy, model, batch_size, num_simulations, args.reference_roots
+                    )
                     ref = f"{ref_ms:9.1f} {ref_ms / ms:7.1f}"
                 else:
                     ref = f"{'-':>9} {'-':>7}"
@@ -175,7 +194,9 @@ def main(argv=None) -> None:
                 )
     if not args.no_compile_times:
         cold, cached = compile_times()
-        print(f"\nnumba compile (import + first search of each policy): cold {cold:.1f} s, cached {cached:.1f} s")
+        print(
+            f"\nnumba compile (import + first search of each policy): cold {cold:.1f} s, cached {cached:.1f} s"
+        )
 
 
 if __name__ == "__main__":

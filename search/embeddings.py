@@ -35,12 +35,16 @@ def _map(fn, tree: Any) -> Any:
 def _map2(fn, tree: Any, other: Any) -> None:
     if isinstance(tree, dict):
         if not isinstance(other, dict) or other.keys() != tree.keys():
-            raise ValueError(f"recurrent_fn returned an embedding with keys {list(other)}; expected {list(tree)}")
+            raise ValueError(
+                f"recurrent_fn returned an embedding with keys {list(other)}; expected {list(tree)}"
+            )
         for key in tree:
             _map2(fn, tree[key], other[key])
     elif isinstance(tree, tuple):
         if not isinstance(other, tuple) or len(other) != len(tree):
-            raise ValueError("recurrent_fn returned an embedding nest of another structure than the root's")
+            raise ValueError(
+                "recurrent_fn returned an embedding nest of another structure than the root's"
+            )
         for leaf, other_leaf in zip(tree, other, strict=True):
             _map2(fn, leaf, other_leaf)
     else:
@@ -63,7 +67,9 @@ class ArrayEmbeddings:
                     f"Python list of B objects); got {type(leaf).__name__}"
                 )
             if leaf.ndim < 1:
-                raise ValueError("embedding arrays need a leading batch dimension [B, ...]; got a scalar")
+                raise ValueError(
+                    "embedding arrays need a leading batch dimension [B, ...]; got a scalar"
+                )
             if self.batch_size is None:
                 self.batch_size = leaf.shape[0]
             elif leaf.shape[0] != self.batch_size:
@@ -81,54 +87,67 @@ class ArrayEmbeddings:
 
         self.device = None
         self.storage = _map(allocate, root_embedding)
-        if self.device is not None:
-            self._batch_range = torch.arange(self.batch_size, device=self.device)
-        self._numpy_batch_range = np.arange(self.batch_size)
+        self._nodes_per_root = num_simulations + 1
+        self._row_offsets = np.arange(self.batch_size, dtype=np.int64) * self._nodes_per_root
+        # Every leaf is also seen as [B * (N + 1), ...], so that a gather or a scatter is one
+        # index_select / index_copy_ (or numpy take / put) with flat row ids.
+        self._flat_storage = _map(lambda leaf: leaf.reshape(-1, *leaf.shape[2:]), self.storage)
 
-    def _index(self, node_index: np.ndarray, leaf: Any):
+    def _flat_rows(self, node_index: np.ndarray, leaf: Any):
+        rows = self._row_offsets + node_index
         if _is_tensor(leaf):
-            return self._batch_range, torch.from_numpy(node_index).to(leaf.device, torch.long)
-        return self._numpy_batch_range, node_index
+            rows = torch.from_numpy(rows)
+            return rows if leaf.device.type == "cpu" else rows.to(leaf.device, non_blocking=True)
+        return rows
 
     def gather(self, node_index: np.ndarray) -> Any:
         """Embeddings of ``node_index`` ``[B]``, one per root."""
-        if isinstance(self.storage, np.ndarray):  # fast path: one numpy leaf
-            return self.storage[self._numpy_batch_range, node_index]
-        return _map(lambda leaf: leaf[self._index(node_index, leaf)], self.storage)
+
+        def take(flat):
+            rows = self._flat_rows(node_index, flat)
+            return flat.index_select(0, rows) if _is_tensor(flat) else flat[rows]
+
+        return _map(take, self._flat_storage)
 
     def scatter(self, node_index: np.ndarray, embedding: Any) -> None:
         """Stores ``embedding`` (a nest like the root's, leaves ``[B, ...]``) at ``node_index``."""
 
-        def write(leaf, value):
-            kind = "torch tensor" if _is_tensor(leaf) else "numpy array"
-            if _is_tensor(leaf) != _is_tensor(value) or not (_is_tensor(value) or isinstance(value, np.ndarray)):
+        def write(flat, value):
+            leaf_shape = (self.batch_size, *flat.shape[1:])
+            kind = "torch tensor" if _is_tensor(flat) else "numpy array"
+            if _is_tensor(flat) != _is_tensor(value) or not (
+                _is_tensor(value) or isinstance(value, np.ndarray)
+            ):
                 raise TypeError(
                     f"recurrent_fn returned an embedding of type {type(value).__name__}; the root embedding is a {kind}"
                 )
             same_kind = (
-                torch.can_cast(value.dtype, leaf.dtype)
+                torch.can_cast(value.dtype, flat.dtype)
                 if _is_tensor(value)
-                else np.can_cast(value.dtype, leaf.dtype, casting="same_kind")
+                else np.can_cast(value.dtype, flat.dtype, casting="same_kind")
             )
             if not same_kind:  # e.g. floats into an int store would be silently truncated
                 raise TypeError(
-                    f"recurrent_fn returned an embedding of dtype {value.dtype}; the root embedding has dtype {leaf.dtype}"
+                    f"recurrent_fn returned an embedding of dtype {value.dtype}; the root embedding has dtype {flat.dtype}"
                 )
-            if tuple(value.shape) != (leaf.shape[0], *leaf.shape[2:]):
+            if tuple(value.shape) != leaf_shape:
                 raise ValueError(
                     f"recurrent_fn returned an embedding of shape {tuple(value.shape)}; expected "
-                    f"{(leaf.shape[0], *leaf.shape[2:])} like the root embedding"
+                    f"{leaf_shape} like the root embedding"
                 )
+            rows = self._flat_rows(node_index, flat)
             if _is_tensor(value):
-                value = value.detach()  # the store must not keep autograd graphs alive
-            leaf[self._index(node_index, leaf)] = value
+                # detach: the store must not keep autograd graphs alive
+                flat.index_copy_(0, rows, value.detach().to(flat.dtype))
+            else:
+                flat[rows] = value
 
-        _map2(write, self.storage, embedding)
+        _map2(write, self._flat_storage, embedding)
 
     def actions(self, action: np.ndarray) -> Any:
         """The actions in the embeddings' own kind: a long tensor on their device, or numpy."""
         if self.device is not None:
-            return torch.from_numpy(action).to(self.device, torch.long)
+            return torch.from_numpy(action.astype(np.int64)).to(self.device, non_blocking=True)
         return action.copy()
 
 
@@ -144,7 +163,9 @@ class ObjectEmbeddings:
 
     def scatter(self, node_index: np.ndarray, embedding: list) -> None:
         if len(embedding) != self.batch_size:
-            raise ValueError(f"recurrent_fn returned {len(embedding)} embeddings; expected {self.batch_size}")
+            raise ValueError(
+                f"recurrent_fn returned {len(embedding)} embeddings; expected {self.batch_size}"
+            )
         for row, node, state in zip(self.storage, node_index.tolist(), embedding, strict=True):
             row[node] = state
 

@@ -214,9 +214,13 @@ def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
                 mixed[a] = np.exp(mixed[a] - max_logit)
                 normaliser += mixed[a]
             for a in range(num_actions):
-                probability = (1.0 - noise_fraction) * mixed[a] / normaliser + noise_fraction * noise[b, a]
+                probability = (1.0 - noise_fraction) * mixed[
+                    a
+                ] / normaliser + noise_fraction * noise[b, a]
                 mixed[a] = np.log(max(probability, _FLOAT32_TINY))
-        status[b] = _write_policy_row(tree.children_stats, tree.children_legal, b, ROOT_INDEX, mixed, legal[b])
+        status[b] = _write_policy_row(
+            tree.children_stats, tree.children_legal, b, ROOT_INDEX, mixed, legal[b]
+        )
         _clear_children(tree.children_stats, tree.children_counts, b, ROOT_INDEX)
         tree.node_visits[b, ROOT_INDEX] = 1
         tree.raw_values[b, ROOT_INDEX] = value[b]
@@ -261,9 +265,13 @@ def _simulate_root(tree, b, params, considered_visit, scratch):
             scratch,
         )
         if params.policy == POLICY_MUZERO:
-            action = puct_action(counts, stats, legal, b, node, tree.node_visits[b, node], params, scratch)
+            action = puct_action(
+                counts, stats, legal, b, node, tree.node_visits[b, node], params, scratch
+            )
         elif depth == 0:
-            action = considered_argmax(counts, stats, legal, tree.root_gumbel, b, considered_visit, scratch)
+            action = considered_argmax(
+                counts, stats, legal, tree.root_gumbel, b, considered_visit, scratch
+            )
         else:
             action = gumbel_interior_action(counts, stats, legal, b, node, scratch)
         child = counts[b, node, INDEX, action]
@@ -317,7 +325,22 @@ def simulate_parallel(tree, params, sim, considered_table, num_considered, pendi
 
 
 @numba.njit(cache=True)
-def _expand_node(tree, b, params, sim, parent, action, node, depth, is_reset, reward, discount, logits, value, legal):
+def _expand_node(
+    tree,
+    b,
+    params,
+    sim,
+    parent,
+    action,
+    node,
+    depth,
+    is_reset,
+    reward,
+    discount,
+    logits,
+    value,
+    legal,
+):
     """Stores the model's output (scalars, ``logits``/``legal`` rows ``[A]``) for ``node``, the
     child of ``parent`` along ``action`` in tree ``b``, and backs it up; returns a status code."""
     if not np.isfinite(value):
@@ -357,7 +380,15 @@ def _expand_node(tree, b, params, sim, parent, action, node, depth, is_reset, re
     stats[b, parent, REWARDS, action] = edge_reward
     stats[b, parent, DISCOUNTS, action] = discount
     _backup(
-        tree.node_visits, tree.node_values, tree.parents, tree.action_from_parent, stats, counts, tree.tree_min_max, b, node
+        tree.node_visits,
+        tree.node_values,
+        tree.parents,
+        tree.action_from_parent,
+        stats,
+        counts,
+        tree.tree_min_max,
+        b,
+        node,
     )
     return OK
 
@@ -383,7 +414,9 @@ def _expand_pending(tree, b, params, sim, pending, reward, discount, logits, val
 
 
 @numba.njit(cache=True, inline="always")
-def _backup(node_visits, node_values, parents, action_from_parent, stats, counts, tree_min_max, b, leaf):
+def _backup(
+    node_visits, node_values, parents, action_from_parent, stats, counts, tree_min_max, b, leaf
+):
     """mctx's backward pass: ``G <- r + discount * G`` and running means up to the root; also
     the tree-wide min/max of the backed-up Q values (EfficientZero's ``min_max_stats``)."""
     value = np.float64(node_values[b, leaf])
@@ -393,7 +426,9 @@ def _backup(node_visits, node_values, parents, action_from_parent, stats, counts
         action = action_from_parent[b, index]
         count = node_visits[b, parent]
         value = stats[b, parent, REWARDS, action] + stats[b, parent, DISCOUNTS, action] * value
-        node_values[b, parent] = (node_values[b, parent] * np.float64(count) + value) / (count + 1.0)
+        node_values[b, parent] = (node_values[b, parent] * np.float64(count) + value) / (
+            count + 1.0
+        )
         node_visits[b, parent] = count + 1
         stats[b, parent, VALUES, action] = node_values[b, index]
         counts[b, parent, VISITS, action] += 1
@@ -405,14 +440,27 @@ def _backup(node_visits, node_values, parents, action_from_parent, stats, counts
 
 @numba.njit(cache=True)
 def expand_and_backup_serial(tree, params, sim, pending, reward, discount, logits, value, legal):
+    """Returns the number of roots whose model output was refused (see ``pending.status``)."""
+    failures = 0
     for b in range(pending.parent_index.shape[0]):
-        pending.status[b] = _expand_pending(tree, b, params, sim, pending, reward, discount, logits, value, legal)
+        status = _expand_pending(
+            tree, b, params, sim, pending, reward, discount, logits, value, legal
+        )
+        pending.status[b] = status
+        failures += status != OK
+    return failures
 
 
 @numba.njit(cache=True, parallel=True)
 def expand_and_backup_parallel(tree, params, sim, pending, reward, discount, logits, value, legal):
+    failures = 0
     for b in numba.prange(pending.parent_index.shape[0]):
-        pending.status[b] = _expand_pending(tree, b, params, sim, pending, reward, discount, logits, value, legal)
+        status = _expand_pending(
+            tree, b, params, sim, pending, reward, discount, logits, value, legal
+        )
+        pending.status[b] = status
+        failures += status != OK
+    return failures
 
 
 # ----------------------------------------------------------------------------- tabular models
@@ -450,16 +498,24 @@ def _search_tabular_root(tree, b, params, considered_table, num_considered, mode
 
 
 @numba.njit(cache=True)
-def search_tabular_serial(tree, params, considered_table, num_considered, model, states, scratch, status):
+def search_tabular_serial(
+    tree, params, considered_table, num_considered, model, states, scratch, status
+):
     for b in range(states.shape[0]):
-        status[b] = _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch)
+        status[b] = _search_tabular_root(
+            tree, b, params, considered_table, num_considered, model, states, scratch
+        )
 
 
 @numba.njit(cache=True, parallel=True)
-def search_tabular_parallel(tree, params, considered_table, num_considered, model, states, scratch, status):
+def search_tabular_parallel(
+    tree, params, considered_table, num_considered, model, states, scratch, status
+):
     # One parallel region per search: roots are independent, so each thread runs whole trees.
     for b in numba.prange(states.shape[0]):
-        status[b] = _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch)
+        status[b] = _search_tabular_root(
+            tree, b, params, considered_table, num_considered, model, states, scratch
+        )
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -487,5 +543,11 @@ def gumbel_root_outputs(tree, params, completed_qvalues, action):
         for a in range(completed_qvalues.shape[1]):
             most_visits = max(most_visits, counts[b, ROOT_INDEX, VISITS, a])
         action[b] = considered_argmax(
-            counts, tree.children_stats, tree.children_legal, tree.root_gumbel, b, most_visits, completed_qvalues[b]
+            counts,
+            tree.children_stats,
+            tree.children_legal,
+            tree.root_gumbel,
+            b,
+            most_visits,
+            completed_qvalues[b],
         )

@@ -88,7 +88,9 @@ def muzero_policy(
     """
     prior_logits, value, legal_mask, batch_size, num_actions = _validate_root(root, legal_mask)
     num_simulations = positive_int(num_simulations, "num_simulations")
-    dirichlet_fraction = 0.0 if deterministic else in_range(dirichlet_fraction, "dirichlet_fraction", 0.0, 1.0)
+    dirichlet_fraction = (
+        0.0 if deterministic else in_range(dirichlet_fraction, "dirichlet_fraction", 0.0, 1.0)
+    )
     temperature = float(temperature)
     if not (np.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be a finite number >= 0; got {temperature!r}")
@@ -107,7 +109,9 @@ def muzero_policy(
             rng.batch_dirichlet(keys, alpha, include, noise)
     params = kernels.kernel_params(
         policy=kernels.POLICY_MUZERO,
-        qtransform=_check_qtransform(qtransform_by_parent_and_siblings() if qtransform is None else qtransform),
+        qtransform=_check_qtransform(
+            qtransform_by_parent_and_siblings() if qtransform is None else qtransform
+        ),
         pb_c_init=float(pb_c_init),
         pb_c_base=float(pb_c_base),
         max_depth=_max_depth(max_depth, num_simulations),
@@ -135,7 +139,9 @@ def muzero_policy(
             gumbel = np.empty((batch_size, num_actions), np.float64)
             rng.batch_gumbel(keys, rng.STREAM_ACTION, 1.0, gumbel)
         log_weights = np.log(np.maximum(action_weights, _FLOAT32_TINY))
-        scores = gumbel + (log_weights - log_weights.max(axis=1, keepdims=True)) / max(temperature, _FLOAT32_TINY)
+        scores = gumbel + (log_weights - log_weights.max(axis=1, keepdims=True)) / max(
+            temperature, _FLOAT32_TINY
+        )
         action = np.argmax(np.where(legal_mask, scores, -np.inf), axis=1).astype(np.int32)
     return SearchOutput(
         action=action,
@@ -178,7 +184,9 @@ def gumbel_muzero_policy(
     """
     prior_logits, value, legal_mask, batch_size, num_actions = _validate_root(root, legal_mask)
     num_simulations = positive_int(num_simulations, "num_simulations")
-    max_num_considered_actions = positive_int(max_num_considered_actions, "max_num_considered_actions")
+    max_num_considered_actions = positive_int(
+        max_num_considered_actions, "max_num_considered_actions"
+    )
     gumbel_scale = float(gumbel_scale)
     if not (np.isfinite(gumbel_scale) and gumbel_scale >= 0):
         raise ValueError(f"gumbel_scale must be a finite number >= 0; got {gumbel_scale!r}")
@@ -192,7 +200,9 @@ def gumbel_muzero_policy(
         rng.batch_gumbel(keys, rng.STREAM_GUMBEL, gumbel_scale, root_gumbel)
     params = kernels.kernel_params(
         policy=kernels.POLICY_GUMBEL,
-        qtransform=_check_qtransform(qtransform_completed_by_mix_value() if qtransform is None else qtransform),
+        qtransform=_check_qtransform(
+            qtransform_completed_by_mix_value() if qtransform is None else qtransform
+        ),
         max_depth=_max_depth(max_depth, num_simulations),
         value_prefix_horizon=_horizon(value_prefix_horizon),
     )
@@ -210,7 +220,9 @@ def gumbel_muzero_policy(
     completed_qvalues = np.empty((batch_size, num_actions), np.float64)
     action = np.empty(batch_size, np.int32)
     kernels.gumbel_root_outputs(tree, params, completed_qvalues, action)
-    improved_logits = np.where(legal_mask, tree.children_prior_logits[:, ROOT_INDEX] + completed_qvalues, -np.inf)
+    improved_logits = np.where(
+        legal_mask, tree.children_prior_logits[:, ROOT_INDEX] + completed_qvalues, -np.inf
+    )
     improved_logits -= improved_logits.max(axis=1, keepdims=True)
     weights = np.exp(improved_logits)
     action_weights = (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
@@ -234,7 +246,9 @@ def _validate_root(root: RootOutput, legal_mask: Any):
             f"root.prior_logits must be an array [B, A] (numpy or torch); got a {type(root.prior_logits).__name__}"
         )
     if len(logits_shape) != 2 or 0 in tuple(logits_shape):
-        raise ValueError(f"root.prior_logits must have shape [B, A] with B, A >= 1; got {tuple(logits_shape)}")
+        raise ValueError(
+            f"root.prior_logits must have shape [B, A] with B, A >= 1; got {tuple(logits_shape)}"
+        )
     batch_size, num_actions = (int(n) for n in logits_shape)
     prior_logits = float_array(root.prior_logits, "root.prior_logits", (batch_size, num_actions))
     value = float_array(root.value, "root.value", (batch_size,))

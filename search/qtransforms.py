@@ -47,9 +47,13 @@ def qtransform_by_parent_and_siblings(*, epsilon: float = 1e-8) -> QTransform:
 def qtransform_by_min_max(*, min_value: float, max_value: float) -> QTransform:
     """Fixed bounds: ``(Q - min_value) / (max_value - min_value)``; unvisited children score 0."""
     if not max_value > min_value:
-        raise ValueError(f"qtransform_by_min_max needs max_value > min_value; got {min_value=}, {max_value=}")
+        raise ValueError(
+            f"qtransform_by_min_max needs max_value > min_value; got {min_value=}, {max_value=}"
+        )
     if not (np.isfinite(min_value) and np.isfinite(max_value)):
-        raise ValueError(f"qtransform_by_min_max needs finite bounds; got {min_value=}, {max_value=}")
+        raise ValueError(
+            f"qtransform_by_min_max needs finite bounds; got {min_value=}, {max_value=}"
+        )
     return QTransform(MIN_MAX, min_value=float(min_value), max_value=float(max_value))
 
 
@@ -63,7 +67,9 @@ def qtransform_tree_min_max(*, floor: float = 0.01, unvisited: str = "parent_mea
         raise ValueError(f"unvisited must be 'parent_mean' or 'min'; got {unvisited!r}")
     if not floor > 0:
         raise ValueError(f"floor must be > 0; got {floor}")
-    return QTransform(TREE_MIN_MAX, floor=float(floor), unvisited_parent_mean=unvisited == "parent_mean")
+    return QTransform(
+        TREE_MIN_MAX, floor=float(floor), unvisited_parent_mean=unvisited == "parent_mean"
+    )
 
 
 def qtransform_completed_by_mix_value(
@@ -79,9 +85,13 @@ def qtransform_completed_by_mix_value(
     value_scale * Q``."""
     for name, number in (("value_scale", value_scale), ("maxvisit_init", maxvisit_init)):
         if not (np.isfinite(number) and number >= 0):
-            raise ValueError(f"qtransform_completed_by_mix_value needs {name} finite and >= 0; got {number!r}")
+            raise ValueError(
+                f"qtransform_completed_by_mix_value needs {name} finite and >= 0; got {number!r}"
+            )
     if not (np.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"qtransform_completed_by_mix_value needs epsilon finite and > 0; got {epsilon!r}")
+        raise ValueError(
+            f"qtransform_completed_by_mix_value needs epsilon finite and > 0; got {epsilon!r}"
+        )
     return QTransform(
         COMPLETED_BY_MIX_VALUE,
         epsilon=epsilon,
@@ -95,11 +105,15 @@ def qtransform_completed_by_mix_value(
 @numba.njit(cache=True, inline="always")
 def child_qvalue(stats, b, node, a):
     """``reward + discount * value`` of edge ``a`` of ``node`` (0 for an unvisited edge)."""
-    return stats[b, node, REWARDS, a] + stats[b, node, DISCOUNTS, a] * np.float64(stats[b, node, VALUES, a])
+    return stats[b, node, REWARDS, a] + stats[b, node, DISCOUNTS, a] * np.float64(
+        stats[b, node, VALUES, a]
+    )
 
 
 @numba.njit(cache=True, inline="always")
-def transformed_qvalues(stats, counts, b, node, node_value, raw_value, qt, parent_mean_q, tree_min_max, out):
+def transformed_qvalues(
+    stats, counts, b, node, node_value, raw_value, qt, parent_mean_q, tree_min_max, out
+):
     """Writes the transformed Q of each child of ``node`` of tree ``b`` into ``out`` ``[A]``.
 
     ``stats``/``counts`` are `Tree.children_stats`/`children_counts`; ``node_value`` and
@@ -111,7 +125,9 @@ def transformed_qvalues(stats, counts, b, node, node_value, raw_value, qt, paren
     if kind == COMPLETED_BY_MIX_VALUE:
         _completed_by_mix_value(stats, counts, b, node, node_value, raw_value, qt, out)
     elif kind == TREE_MIN_MAX:
-        _tree_min_max(stats, counts, b, node, qt, parent_mean_q, tree_min_max[b, 0], tree_min_max[b, 1], out)
+        _tree_min_max(
+            stats, counts, b, node, qt, parent_mean_q, tree_min_max[b, 0], tree_min_max[b, 1], out
+        )
     elif kind == MIN_MAX:
         scale = 1.0 / (qt.max_value - qt.min_value)
         for a in range(out.shape[0]):
@@ -179,7 +195,11 @@ def _completed_by_mix_value(stats, counts, b, node, node_value, raw_value, qt, o
         visits = counts[b, node, VISITS, a]
         sum_visits += visits
         max_visits = max(max_visits, visits)
-    value = _mixed_value(stats, counts, b, node, raw_value, sum_visits) if qt.use_mixed_value else raw_value
+    value = (
+        _mixed_value(stats, counts, b, node, raw_value, sum_visits)
+        if qt.use_mixed_value
+        else raw_value
+    )
     low = np.inf
     high = -np.inf
     for a in range(num_actions):

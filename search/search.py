@@ -60,19 +60,25 @@ def run_search(
     pending = kernels.allocate_pending(batch_size)
     if root_noise is None:
         root_noise = np.zeros((batch_size, num_actions), np.float32)
-    kernels.init_roots(tree, prior_logits, value, legal_mask, root_noise, noise_fraction, pending.status)
+    kernels.init_roots(
+        tree, prior_logits, value, legal_mask, root_noise, noise_fraction, pending.status
+    )
     if root_gumbel is not None:
         tree.root_gumbel[:] = root_gumbel
     table = considered_visit_table(max(max_num_considered_actions, 1), num_simulations)
     num_considered = np.minimum(max_num_considered_actions, legal_mask.sum(axis=1)).astype(np.int32)
     scratch = np.empty((batch_size, num_actions), np.float64)
     if isinstance(recurrent_fn, TabularModel):
-        states = _run_tabular(tree, params, table, num_considered, recurrent_fn, embedding, scratch, pending.status)
+        states = _run_tabular(
+            tree, params, table, num_considered, recurrent_fn, embedding, scratch, pending.status
+        )
         return tree, TabularEmbeddings(states)
 
     store = make_embedding_store(embedding, num_simulations)
     if store.batch_size != batch_size:
-        raise ValueError(f"root embedding has batch size {store.batch_size}; prior_logits has {batch_size}")
+        raise ValueError(
+            f"root embedding has batch size {store.batch_size}; prior_logits has {batch_size}"
+        )
     all_legal = np.ones((batch_size, num_actions), np.bool_)
     if batch_size >= PARALLEL_MIN_BATCH:
         simulate, expand_and_backup = kernels.simulate_parallel, kernels.expand_and_backup_parallel
@@ -93,9 +99,10 @@ def run_search(
         store.scatter(pending.node_index, new_embedding)
         step_arrays = _step_arrays(step, batch_size, num_actions, all_legal, sim)
         if sim == 0:
-            expand_and_backup = _entry_point(expand_and_backup, tree, params, sim, pending, *step_arrays)
-        expand_and_backup(tree, params, sim, pending, *step_arrays)
-        if pending.status.any():
+            expand_and_backup = _entry_point(
+                expand_and_backup, tree, params, sim, pending, *step_arrays
+            )
+        if expand_and_backup(tree, params, sim, pending, *step_arrays):  # count of refused roots
             _raise_bad_step(pending.status, sim)
     return tree, store
 
@@ -106,11 +113,15 @@ class TabularEmbeddings(NamedTuple):
     storage: np.ndarray
 
 
-def _run_tabular(tree, params, table, num_considered, model, embedding, scratch, status) -> np.ndarray:
+def _run_tabular(
+    tree, params, table, num_considered, model, embedding, scratch, status
+) -> np.ndarray:
     """The whole search inside one kernel call; returns the state id of every node."""
     batch_size, num_nodes = tree.node_visits.shape
     if params.value_prefix_horizon > 0:
-        raise ValueError("value_prefix_horizon needs a learned model; a TabularModel has per-edge rewards")
+        raise ValueError(
+            "value_prefix_horizon needs a learned model; a TabularModel has per-edge rewards"
+        )
     if model.prior_logits.shape[1] != tree.children_legal.shape[2]:
         raise ValueError(
             f"the TabularModel has {model.prior_logits.shape[1]} actions; the root has {tree.children_legal.shape[2]}"
@@ -159,16 +170,22 @@ def _unpack(result: Any) -> tuple[StepOutput, Any]:
     return result
 
 
-def _step_arrays(step: StepOutput, batch_size: int, num_actions: int, all_legal: np.ndarray, sim: int):
+def _step_arrays(
+    step: StepOutput, batch_size: int, num_actions: int, all_legal: np.ndarray, sim: int
+):
     """The model's step output as float32/bool numpy arrays; finiteness is checked in the kernel."""
     reward = float_array(step.reward, "StepOutput.reward", (batch_size,), check_finite=False)
     discount = float_array(step.discount, "StepOutput.discount", (batch_size,), check_finite=False)
-    logits = float_array(step.prior_logits, "StepOutput.prior_logits", (batch_size, num_actions), check_finite=False)
+    logits = float_array(
+        step.prior_logits, "StepOutput.prior_logits", (batch_size, num_actions), check_finite=False
+    )
     value = float_array(step.value, "StepOutput.value", (batch_size,), check_finite=False)
     if step.legal is None:
         legal = all_legal
     else:
-        legal = legal_mask_array(step.legal, f"StepOutput.legal (simulation {sim})", (batch_size, num_actions))
+        legal = legal_mask_array(
+            step.legal, f"StepOutput.legal (simulation {sim})", (batch_size, num_actions)
+        )
     return reward, discount, logits, value, legal
 
 

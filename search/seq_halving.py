@@ -35,7 +35,10 @@ def considered_visit_sequence(max_num_considered_actions: int, num_simulations: 
 def considered_visit_table(max_num_considered_actions: int, num_simulations: int) -> np.ndarray:
     """``[m + 1, N]`` int32: row ``k`` is the schedule when only ``k`` actions can be considered."""
     table = np.array(
-        [considered_visit_sequence(m, num_simulations) for m in range(max_num_considered_actions + 1)],
+        [
+            considered_visit_sequence(m, num_simulations)
+            for m in range(max_num_considered_actions + 1)
+        ],
         dtype=np.int32,
     )
     table.setflags(write=False)

@@ -37,10 +37,14 @@ def tabular_model(next_state, reward, discount, prior_logits, value, legal=None)
     """A `TabularModel` from array-likes, with errors naming the bad argument."""
     next_state = np.asarray(next_state)
     if next_state.ndim != 2 or not np.issubdtype(next_state.dtype, np.integer):
-        raise ValueError(f"next_state must be an integer array [S, A]; got {next_state.dtype} {next_state.shape}")
+        raise ValueError(
+            f"next_state must be an integer array [S, A]; got {next_state.dtype} {next_state.shape}"
+        )
     num_states, num_actions = next_state.shape
     if next_state.size and (next_state.min() < 0 or next_state.max() >= num_states):
-        raise ValueError(f"next_state entries must be state ids in [0, {num_states}); got {next_state.min()}..{next_state.max()}")
+        raise ValueError(
+            f"next_state entries must be state ids in [0, {num_states}); got {next_state.min()}..{next_state.max()}"
+        )
     shape = (num_states, num_actions)
     if legal is None:
         legal = np.ones(shape, np.bool_)
@@ -64,5 +68,7 @@ def root_states(embedding, model: TabularModel, batch_size: int) -> np.ndarray:
             f"got {states.dtype} {states.shape}"
         )
     if states.min() < 0 or states.max() >= num_states:
-        raise ValueError(f"root state ids must be in [0, {num_states}); got {states.min()}..{states.max()}")
+        raise ValueError(
+            f"root state ids must be in [0, {num_states}); got {states.min()}..{states.max()}"
+        )
     return states.astype(np.int32)

@@ -18,7 +18,9 @@ def to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def float_array(x: Any, name: str, shape: tuple[int, ...], *, check_finite: bool = True) -> np.ndarray:
+def float_array(
+    x: Any, name: str, shape: tuple[int, ...], *, check_finite: bool = True
+) -> np.ndarray:
     """``x`` as a writeable C-contiguous float32 array of ``shape``, or a clear error."""
     if (
         type(x) is np.ndarray
@@ -31,7 +33,9 @@ def float_array(x: Any, name: str, shape: tuple[int, ...], *, check_finite: bool
         return x  # the common case inside the search loop: nothing to convert
     array = to_numpy(x)
     if not np.issubdtype(array.dtype, np.floating):
-        raise TypeError(f"{name} must be a floating-point array of shape {shape}; got dtype {array.dtype}")
+        raise TypeError(
+            f"{name} must be a floating-point array of shape {shape}; got dtype {array.dtype}"
+        )
     if array.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got {array.shape}")
     array = np.ascontiguousarray(array, dtype=np.float32)
@@ -39,7 +43,9 @@ def float_array(x: Any, name: str, shape: tuple[int, ...], *, check_finite: bool
         array = array.copy()
     if check_finite and not np.isfinite(array).all():
         rows = np.unique(np.nonzero(~np.isfinite(array))[0]).tolist()
-        raise ValueError(f"{name} has NaN or infinite entries (rows {rows[:10]}); finite values are required")
+        raise ValueError(
+            f"{name} has NaN or infinite entries (rows {rows[:10]}); finite values are required"
+        )
     return array
 
 
@@ -47,12 +53,16 @@ def legal_mask_array(x: Any, name: str, shape: tuple[int, int]) -> np.ndarray:
     """A ``[B, A]`` bool mask (True = legal) with at least one legal action per row."""
     mask = to_numpy(x)
     if mask.dtype != np.bool_:
-        raise TypeError(f"{name} must be a bool array (True = legal) of shape {shape}; got dtype {mask.dtype}")
+        raise TypeError(
+            f"{name} must be a bool array (True = legal) of shape {shape}; got dtype {mask.dtype}"
+        )
     if mask.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got {mask.shape}")
     empty_rows = np.nonzero(~mask.any(axis=1))[0]
     if empty_rows.size:
-        raise ValueError(f"{name}: rows {empty_rows[:10].tolist()} have no legal action; every node needs one")
+        raise ValueError(
+            f"{name}: rows {empty_rows[:10].tolist()} have no legal action; every node needs one"
+        )
     mask = np.ascontiguousarray(mask)
     return mask if mask.flags.writeable else mask.copy()
 

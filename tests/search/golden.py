@@ -51,7 +51,11 @@ def _qtransform(cfg: dict) -> search.QTransform:
 def tabular(record: dict) -> search.TabularModel:
     """The record's MDP as a `search.TabularModel` (the model runs inside the kernels)."""
     return search.tabular_model(
-        record["next_state"], record["reward"], record["discount"], record["prior_logits"], record["value"]
+        record["next_state"],
+        record["reward"],
+        record["discount"],
+        record["prior_logits"],
+        record["value"],
     )
 
 

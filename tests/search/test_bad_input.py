@@ -1,6 +1,4 @@
-"""Bad inputs fail early with errors that name the bad value and what would be accepted.
-
-"""
+"""Bad inputs fail early with errors that name the bad value and what would be accepted."""
 
 from __future__ import annotations
 
@@ -197,18 +195,23 @@ def test_root_without_a_legal_action(problem, policy):
 def test_interior_legal_mask_with_an_empty_row(problem, policy):
     legal = np.ones((BATCH, ACTIONS), bool)
     legal[0] = False
-    with pytest.raises(ValueError, match=r"StepOutput\.legal \(simulation 0\): rows \[0\] have no legal action"):
+    with pytest.raises(
+        ValueError, match=r"StepOutput\.legal \(simulation 0\): rows \[0\] have no legal action"
+    ):
         run(problem, policy, recurrent_fn=step_with(problem, legal=legal))
 
 
 def test_interior_legal_mask_of_wrong_shape_or_dtype(problem):
     with pytest.raises(
         ValueError,
-        match=escaped(f"StepOutput.legal (simulation 0) must have shape ({BATCH}, {ACTIONS}); got (1, {ACTIONS})"),
+        match=escaped(
+            f"StepOutput.legal (simulation 0) must have shape ({BATCH}, {ACTIONS}); got (1, {ACTIONS})"
+        ),
     ):
         run(problem, recurrent_fn=step_with(problem, legal=np.ones((1, ACTIONS), bool)))
     with pytest.raises(
-        TypeError, match=r"StepOutput\.legal \(simulation 0\) must be a bool array .* got dtype int64"
+        TypeError,
+        match=r"StepOutput\.legal \(simulation 0\) must be a bool array .* got dtype int64",
     ):
         run(problem, recurrent_fn=step_with(problem, legal=np.ones((BATCH, ACTIONS), np.int64)))
 
