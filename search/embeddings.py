@@ -147,7 +147,8 @@ class ArrayEmbeddings:
     def actions(self, action: np.ndarray) -> Any:
         """The actions in the embeddings' own kind: a long tensor on their device, or numpy."""
         if self.device is not None:
-            return torch.from_numpy(action.astype(np.int64)).to(self.device, non_blocking=True)
+            action = torch.from_numpy(action.astype(np.int64))
+            return action if self.device.type == "cpu" else action.to(self.device, non_blocking=True)
         return action.copy()
 
 
