@@ -41,6 +41,10 @@ BAD_LOGITS = 4
 NO_LEGAL_ACTION = 5
 NO_FINITE_LOGIT = 6
 
+# Reassociation lets LLVM vectorise the per-node sums and min/max over actions; it changes
+# results by float32 rounding only. No nnan/ninf: the kernels check model outputs for NaN.
+FASTMATH = {"reassoc", "nsz", "contract", "arcp"}
+
 _FLOAT32_MIN = np.float32(np.finfo(np.float32).min)
 _FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
@@ -237,7 +241,7 @@ def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
 # ----------------------------------------------------------------------------- select
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def _simulate_root(tree, b, params, considered_visit, scratch):
     """Descends tree ``b`` from the root to an unexpanded edge (or to ``max_depth``).
 
@@ -324,7 +328,7 @@ def simulate_parallel(tree, params, sim, considered_table, num_considered, pendi
 # ----------------------------------------------------------------------------- expand + backup
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def _expand_node(
     tree,
     b,
