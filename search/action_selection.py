@@ -39,17 +39,15 @@ def puct_action(counts, stats, legal, b, node, node_visits, params, qvalues):
 def considered_argmax(counts, stats, legal, root_gumbel, b, considered_visit, completed_qvalues):
     """Sequential halving at the root (mctx's ``score_considered`` + masked argmax): among the
     legal actions whose visit count equals ``considered_visit``, the one with the largest
-    ``gumbel + logits + sigma(completed Q)``."""
+    ``gumbel + logits + sigma(completed Q)``. The stored logits are already shifted so that
+    the largest legal one is 0 (mctx's ``logits - max(logits)``)."""
     num_actions = completed_qvalues.shape[0]
-    max_logit = -np.inf
-    for a in range(num_actions):
-        max_logit = max(max_logit, np.float64(stats[b, 0, PRIOR_LOGITS, a]))
     best_action = -1
     best_score = -np.inf
     for a in range(num_actions):
         if not legal[b, 0, a] or counts[b, 0, VISITS, a] != considered_visit:
             continue
-        logit = np.float64(stats[b, 0, PRIOR_LOGITS, a]) - max_logit
+        logit = np.float64(stats[b, 0, PRIOR_LOGITS, a])
         score = max(-1e9, root_gumbel[b, a] + logit + completed_qvalues[a])
         if score > best_score or best_action < 0:
             best_score = score

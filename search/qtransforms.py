@@ -188,45 +188,37 @@ def parent_mean_qvalue(stats, counts, b, node, is_root, parent_q):
 
 @numba.njit(cache=True, inline="always")
 def _completed_by_mix_value(stats, counts, b, node, node_value, raw_value, qt, out):
-    num_actions = out.shape[0]
+    # Two passes over the actions: visited Q values and the sums of the mixed value (eq. 33),
+    # then completion, rescaling and scaling together.
     sum_visits = 0
     max_visits = 0
-    for a in range(num_actions):
+    sum_probs = 0.0
+    weighted_q = 0.0
+    low = np.inf
+    high = -np.inf
+    for a in range(out.shape[0]):
         visits = counts[b, node, VISITS, a]
         sum_visits += visits
         max_visits = max(max_visits, visits)
-    value = (
-        _mixed_value(stats, counts, b, node, raw_value, sum_visits)
-        if qt.use_mixed_value
-        else raw_value
-    )
-    low = np.inf
-    high = -np.inf
-    for a in range(num_actions):
-        q = child_qvalue(stats, b, node, a) if counts[b, node, VISITS, a] > 0 else value
-        out[a] = q
-        low = min(low, q)
-        high = max(high, q)
-    scale = (qt.maxvisit_init + max_visits) * qt.value_scale
-    if qt.rescale_values:
-        inverse_range = 1.0 / max(high - low, qt.epsilon)
-        for a in range(num_actions):
-            out[a] = (out[a] - low) * inverse_range * scale
-    else:
-        for a in range(num_actions):
-            out[a] *= scale
-
-
-@numba.njit(cache=True, inline="always")
-def _mixed_value(stats, counts, b, node, raw_value, sum_visits):
-    """Gumbel MuZero eq. 33: the raw value mixed with the prior-weighted Q of visited children."""
-    if sum_visits == 0:
-        return raw_value
-    sum_probs = 0.0
-    weighted_q = 0.0
-    for a in range(counts.shape[3]):
-        if counts[b, node, VISITS, a] > 0:
+        if visits > 0:
+            q = child_qvalue(stats, b, node, a)
+            out[a] = q
+            low = min(low, q)
+            high = max(high, q)
             prob = max(_FLOAT32_TINY, np.float64(stats[b, node, PRIOR_PROBS, a]))
             sum_probs += prob
-            weighted_q += prob * child_qvalue(stats, b, node, a)
-    return (raw_value + sum_visits * (weighted_q / sum_probs)) / (sum_visits + 1)
+            weighted_q += prob * q
+    value = raw_value
+    if qt.use_mixed_value and sum_visits > 0:
+        value = (raw_value + sum_visits * (weighted_q / sum_probs)) / (sum_visits + 1)
+    for a in range(out.shape[0]):
+        if counts[b, node, VISITS, a] == 0:  # unvisited: completed by the (mixed) value
+            low = min(low, value)
+            high = max(high, value)
+            break
+    scale = (qt.maxvisit_init + max_visits) * qt.value_scale
+    inverse_range = 1.0 / max(high - low, qt.epsilon) if qt.rescale_values else 1.0
+    offset = low if qt.rescale_values else 0.0
+    for a in range(out.shape[0]):
+        q = out[a] if counts[b, node, VISITS, a] > 0 else value
+        out[a] = (q - offset) * inverse_range * scale

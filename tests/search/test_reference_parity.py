@@ -618,3 +618,48 @@ PARALLEL_CASES = {
 @pytest.mark.parametrize("name", list(PARALLEL_CASES))
 def test_parallel_batch_matches_reference(name):
     check_case(PARALLEL_CASES[name], 0)
+
+
+# ----------------------------------------------------------------------------- slow: big problems
+
+SLOW_CASES = {
+    "muzero_mixed_legal": Case(
+        num_simulations=400,
+        num_actions=18,
+        num_states=300,
+        batch_size=4,
+        discounts="mixed",
+        interior_legal=True,
+    ),
+    "muzero_tree_mean_two_player": Case(
+        qtransform="tree_mean",
+        num_simulations=400,
+        num_actions=9,
+        num_states=300,
+        batch_size=4,
+        discounts="two_player_terminal",
+    ),
+    "gumbel_mixed_legal": Gumbel(
+        num_simulations=400,
+        num_actions=18,
+        num_states=300,
+        batch_size=4,
+        discounts="mixed",
+        interior_legal=True,
+    ),
+    "prefix_h5": Case(
+        horizon=5,
+        qtransform="tree_mean",
+        num_simulations=400,
+        num_actions=9,
+        num_states=300,
+        batch_size=4,
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("name", list(SLOW_CASES))
+def test_large_problems_match_reference(name, seed):
+    check_case(SLOW_CASES[name], 1000 + seed)
