@@ -148,7 +148,9 @@ class ArrayEmbeddings:
         """The actions in the embeddings' own kind: a long tensor on their device, or numpy."""
         if self.device is not None:
             action = torch.from_numpy(action.astype(np.int64))
-            return action if self.device.type == "cpu" else action.to(self.device, non_blocking=True)
+            return (
+                action if self.device.type == "cpu" else action.to(self.device, non_blocking=True)
+            )
         return action.copy()
 
 
