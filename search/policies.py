@@ -143,15 +143,7 @@ def muzero_policy(
             temperature, _FLOAT32_TINY
         )
         action = np.argmax(np.where(legal_mask, scores, -np.inf), axis=1).astype(np.int32)
-    return SearchOutput(
-        action=action,
-        action_weights=action_weights,
-        root_value=tree.node_values[:, ROOT_INDEX].copy(),
-        visit_counts=visit_counts,
-        qvalues=root_qvalues(tree),
-        tree=tree,
-        embeddings=store.storage,
-    )
+    return _search_output(tree, store, action, action_weights)
 
 
 def gumbel_muzero_policy(
@@ -226,6 +218,10 @@ def gumbel_muzero_policy(
     improved_logits -= improved_logits.max(axis=1, keepdims=True)
     weights = np.exp(improved_logits)
     action_weights = (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
+    return _search_output(tree, store, action, action_weights)
+
+
+def _search_output(tree, store, action: np.ndarray, action_weights: np.ndarray) -> SearchOutput:
     return SearchOutput(
         action=action,
         action_weights=action_weights,
