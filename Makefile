@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	touch $(STAMP)
 
 demo: setup  ## search demonstration: the speed table against the peers and the reference
-	$(BIN)/python -m benchmarks.search_speed --quick --models tabular,mlp
+	$(BIN)/python -m benchmarks.search_speed --quick --models tabular,table,conv --budget 0.5
 
 test: setup  ## lint + the default (fast) test suite; what CI runs
 	$(BIN)/ruff check .

@@ -110,3 +110,57 @@ class MLPModel(nn.Module):
             value=value.numpy(),
         )
         return step, next_latent
+
+
+class _ResidualBlock(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.conv2(torch.relu(self.conv1(x))))
+
+
+class ConvModel(nn.Module):
+    """EfficientZero-sized latent model: 64 x 6 x 6 latent, one residual block each in dynamics
+    and prediction (EfficientZero's Atari defaults): the network a self-play step really pays for."""
+
+    def __init__(self, num_actions: int, *, channels: int = 64, size: int = 6, seed: int = 0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.num_actions, self.channels, self.size = num_actions, channels, size
+        self.dynamics_conv = nn.Conv2d(channels + 1, channels, 3, padding=1, bias=False)
+        self.dynamics_block = _ResidualBlock(channels)
+        self.reward_head = nn.Sequential(nn.Conv2d(channels, 16, 1), nn.Flatten(), nn.Linear(16 * size * size, 1))
+        self.prediction_block = _ResidualBlock(channels)
+        self.policy_head = nn.Sequential(
+            nn.Conv2d(channels, 16, 1), nn.Flatten(), nn.Linear(16 * size * size, num_actions)
+        )
+        self.value_head = nn.Sequential(nn.Conv2d(channels, 16, 1), nn.Flatten(), nn.Linear(16 * size * size, 1))
+        self.eval()
+
+    def _predict(self, latent: torch.Tensor):
+        features = self.prediction_block(latent)
+        return self.policy_head(features), torch.tanh(self.value_head(features)[:, 0])
+
+    @torch.inference_mode()
+    def root(self, batch_size: int, seed: int = 1) -> search.RootOutput:
+        generator = torch.Generator().manual_seed(seed)
+        latent = torch.randn(batch_size, self.channels, self.size, self.size, generator=generator)
+        logits, value = self._predict(latent)
+        return search.RootOutput(logits.numpy(), value.numpy(), latent)
+
+    @torch.inference_mode()
+    def __call__(self, latent: torch.Tensor, action: torch.Tensor):
+        plane = (action.to(latent.dtype) / self.num_actions)[:, None, None, None].expand(-1, 1, self.size, self.size)
+        next_latent = self.dynamics_block(torch.relu(self.dynamics_conv(torch.cat([latent, plane], dim=1))))
+        reward = self.reward_head(next_latent)[:, 0]
+        logits, value = self._predict(next_latent)
+        step = search.StepOutput(
+            reward=reward.numpy(),
+            discount=np.full(latent.shape[0], 0.997, np.float32),
+            prior_logits=logits.numpy(),
+            value=value.numpy(),
+        )
+        return step, next_latent

@@ -9,7 +9,8 @@ with parent-mean Q for unvisited children: shallow trees, compare with LightZero
 (Gumbel MuZero, m=16). Models: ``tabular`` (a table MDP looked up inside the kernels: the tree alone, as
 mctx jits its table models), ``table`` (the same MDP as a Python ``recurrent_fn`` doing numpy
 gathers: adds the per-simulation Python round trip) and ``mlp`` (a small torch MLP: search
-overhead next to a real network). The reference is timed on at most
+overhead next to a small network) and ``conv`` (EfficientZero's Atari-sized latent ResNet, at the
+B=16 and B=256 points only: the share of a self-play step that the search itself costs). The reference is timed on at most
 ``--reference-roots`` roots and scaled by B (its roots are independent).
 """
 
@@ -27,7 +28,7 @@ import numpy as np
 
 import search
 import search.search
-from benchmarks.models import MLPModel, TableModel
+from benchmarks.models import ConvModel, MLPModel, TableModel
 
 PEER_MS = {  # issue #2, measured by the issue's author on this machine type (one core, table model)
     (1, 200, 18): {"puct": 11.8, "gumbel": 2.1, "puct-ez": 14.0},
@@ -37,6 +38,8 @@ PEER_MS = {  # issue #2, measured by the issue's author on this machine type (on
 }
 PEER_NAME = {"puct": "mctx PUCT", "gumbel": "mctx Gumbel", "puct-ez": "LightZero"}
 MAX_TREE_BYTES = 2 << 30
+NETWORKS = {"mlp": MLPModel, "conv": ConvModel}
+CONV_POINTS = ((16, 50), (256, 50))
 
 
 def policy_call(policy: str):
@@ -143,7 +146,7 @@ def main(argv=None) -> None:
         "--quick", action="store_true", help="only the four points of the peers' table"
     )
     parser.add_argument("--policies", default="puct,puct-ez,gumbel")
-    parser.add_argument("--models", default="tabular,table,mlp")
+    parser.add_argument("--models", default="tabular,table,mlp,conv")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of repeats per point")
     parser.add_argument("--reference-roots", type=int, default=4)
     parser.add_argument(
@@ -166,7 +169,9 @@ def main(argv=None) -> None:
         for batch_size, num_simulations, num_actions in grid(args.quick):
             if model_name == "mlp" and num_actions > 64 and not args.quick:
                 continue
-            model = MLPModel(num_actions) if model_name == "mlp" else TableModel(num_actions)
+            if model_name == "conv" and ((batch_size, num_simulations) not in CONV_POINTS or num_actions != 18):
+                continue
+            model = NETWORKS.get(model_name, TableModel)(num_actions)
             for policy in args.policies.split(","):
                 fused = model_name == "tabular"
                 ms, model_ms, depth = time_search(
@@ -174,7 +179,7 @@ def main(argv=None) -> None:
                 )
                 sims_per_s = batch_size * num_simulations / (ms / 1e3)
                 ref = ""
-                if model_name != "mlp" and args.reference_roots > 0:
+                if model_name not in NETWORKS and args.reference_roots > 0:
                     ref_ms = time_reference(
                         policy, model, batch_size, num_simulations, args.reference_roots
                     )
@@ -184,7 +189,7 @@ def main(argv=None) -> None:
                 peer = PEER_MS.get((batch_size, num_simulations, num_actions), {}).get(policy)
                 peer_cols = (
                     f"{PEER_NAME[policy]:>12} {peer:8.1f} {peer / ms:7.1f}"
-                    if peer and model_name != "mlp"
+                    if peer and model_name not in NETWORKS
                     else f"{'':>12} {'':>8} {'':>7}"
                 )
                 print(
