@@ -132,12 +132,16 @@ class ConvModel(nn.Module):
         self.num_actions, self.channels, self.size = num_actions, channels, size
         self.dynamics_conv = nn.Conv2d(channels + 1, channels, 3, padding=1, bias=False)
         self.dynamics_block = _ResidualBlock(channels)
-        self.reward_head = nn.Sequential(nn.Conv2d(channels, 16, 1), nn.Flatten(), nn.Linear(16 * size * size, 1))
+        self.reward_head = nn.Sequential(
+            nn.Conv2d(channels, 16, 1), nn.Flatten(), nn.Linear(16 * size * size, 1)
+        )
         self.prediction_block = _ResidualBlock(channels)
         self.policy_head = nn.Sequential(
             nn.Conv2d(channels, 16, 1), nn.Flatten(), nn.Linear(16 * size * size, num_actions)
         )
-        self.value_head = nn.Sequential(nn.Conv2d(channels, 16, 1), nn.Flatten(), nn.Linear(16 * size * size, 1))
+        self.value_head = nn.Sequential(
+            nn.Conv2d(channels, 16, 1), nn.Flatten(), nn.Linear(16 * size * size, 1)
+        )
         self.eval()
 
     def _predict(self, latent: torch.Tensor):
@@ -153,8 +157,12 @@ class ConvModel(nn.Module):
 
     @torch.inference_mode()
     def __call__(self, latent: torch.Tensor, action: torch.Tensor):
-        plane = (action.to(latent.dtype) / self.num_actions)[:, None, None, None].expand(-1, 1, self.size, self.size)
-        next_latent = self.dynamics_block(torch.relu(self.dynamics_conv(torch.cat([latent, plane], dim=1))))
+        plane = (action.to(latent.dtype) / self.num_actions)[:, None, None, None].expand(
+            -1, 1, self.size, self.size
+        )
+        next_latent = self.dynamics_block(
+            torch.relu(self.dynamics_conv(torch.cat([latent, plane], dim=1)))
+        )
         reward = self.reward_head(next_latent)[:, 0]
         logits, value = self._predict(next_latent)
         step = search.StepOutput(

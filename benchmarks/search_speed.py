@@ -169,7 +169,9 @@ def main(argv=None) -> None:
         for batch_size, num_simulations, num_actions in grid(args.quick):
             if model_name == "mlp" and num_actions > 64 and not args.quick:
                 continue
-            if model_name == "conv" and ((batch_size, num_simulations) not in CONV_POINTS or num_actions != 18):
+            if model_name == "conv" and (
+                (batch_size, num_simulations) not in CONV_POINTS or num_actions != 18
+            ):
                 continue
             model = NETWORKS.get(model_name, TableModel)(num_actions)
             for policy in args.policies.split(","):

@@ -110,16 +110,22 @@ def root_keys(seed: int | np.ndarray, batch_size: int) -> np.ndarray:
 
     An array is taken as the caller's own per-root keys (e.g. a game id mixed with the move
     number), which makes every root's noise independent of the batch layout. A plain int seeds
-    the rows ``0..B-1``: reproducible, but a root's noise then follows its row.
+    the rows ``0..B-1``, and a ``np.random.Generator`` draws B keys: reproducible, but a root's
+    noise then follows its row.
     """
-    if isinstance(seed, (int, np.integer)):
+    if isinstance(seed, np.random.Generator):
+        return seed.integers(
+            0, np.iinfo(np.uint64).max, size=batch_size, dtype=np.uint64, endpoint=True
+        )
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         base = (int(seed) * int(_GOLDEN)) & 0xFFFFFFFFFFFFFFFF
         with np.errstate(over="ignore"):
             return _mix_array(np.uint64(base) + np.arange(batch_size, dtype=np.uint64))
     keys = np.asarray(seed)
     if keys.shape != (batch_size,) or not np.issubdtype(keys.dtype, np.integer):
         raise ValueError(
-            f"seed must be an int or an integer array of shape ({batch_size},) (one key per root); "
+            f"seed must be an int, a numpy Generator or an integer array of shape ({batch_size},) "
+            "(one key per root); "
             f"got {type(seed).__name__} with shape {getattr(keys, 'shape', None)} and dtype "
             f"{getattr(keys, 'dtype', None)}"
         )

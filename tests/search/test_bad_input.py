@@ -552,7 +552,8 @@ def test_seed_must_be_an_int_or_one_key_per_root(problem, policy, seed, describe
     with pytest.raises(
         ValueError,
         match=escaped(
-            f"seed must be an int or an integer array of shape ({BATCH},) (one key per root); got {described}"
+            f"seed must be an int, a numpy Generator or an integer array of shape ({BATCH},) "
+            f"(one key per root); got {described}"
         ),
     ):
         run(problem, policy, seed=seed)

@@ -455,3 +455,16 @@ def test_object_embeddings_give_the_same_search_as_state_ids(case):
                 continue
             assert row[node].state_id == expected.embeddings[b, node]
             assert list(row[node].history) == path_actions(out.tree, b, node)
+
+
+def test_a_numpy_generator_seeds_reproducibly():
+    problem = make_problem(3, 4, 5)
+    root = root_output(problem)
+    outs = [
+        search.muzero_policy(
+            root, table_recurrent_fn(problem), num_simulations=8, seed=np.random.default_rng(7)
+        )
+        for _ in range(2)
+    ]
+    np.testing.assert_array_equal(outs[0].action, outs[1].action)
+    np.testing.assert_array_equal(outs[0].visit_counts, outs[1].visit_counts)
