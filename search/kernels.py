@@ -473,9 +473,12 @@ def expand_and_backup_parallel(tree, params, sim, pending, reward, discount, log
 @numba.njit(cache=True)
 def _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch):
     """Every simulation of tree ``b`` with the model looked up in tables, inside the kernel."""
+    scratch_row = scratch[b]
     for sim in range(states.shape[1] - 1):
         considered_visit = _considered_visit(params, considered_table, num_considered, b, sim)
-        parent, action, child, depth = _simulate_root(tree, b, params, considered_visit, scratch[b])
+        parent, action, child, depth = _simulate_root(
+            tree, b, params, considered_visit, scratch_row
+        )
         node = sim + 1 if child == UNVISITED else child
         state = states[b, parent]
         next_state = model.next_state[state, action]
