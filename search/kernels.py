@@ -242,7 +242,7 @@ def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
 
 
 @numba.njit(cache=True, fastmath=FASTMATH)
-def _simulate_root(tree, b, params, considered_visit, scratch):
+def simulate_root(tree, b, params, considered_visit, scratch):
     """Descends tree ``b`` from the root to an unexpanded edge (or to ``max_depth``).
 
     Returns ``(parent, action, child, depth)``; ``child`` is `UNVISITED` for a new edge."""
@@ -288,7 +288,7 @@ def _simulate_root(tree, b, params, considered_visit, scratch):
 
 
 @numba.njit(cache=True, inline="always")
-def _considered_visit(params, considered_table, num_considered, b, sim):
+def root_considered_visit(params, considered_table, num_considered, b, sim):
     """Gumbel root schedule: the visit count an action needs to be considered at ``sim``."""
     if params.policy == POLICY_GUMBEL:
         return considered_table[num_considered[b], sim]
@@ -296,19 +296,19 @@ def _considered_visit(params, considered_table, num_considered, b, sim):
 
 
 @numba.njit(cache=True, inline="always")
-def _is_reset(params, depth):
+def is_reset(params, depth):
     return params.value_prefix_horizon > 0 and depth % params.value_prefix_horizon == 0
 
 
 @numba.njit(cache=True)
 def _simulate_one(tree, b, params, sim, considered_table, num_considered, pending, scratch):
-    considered_visit = _considered_visit(params, considered_table, num_considered, b, sim)
-    parent, action, child, depth = _simulate_root(tree, b, params, considered_visit, scratch[b])
+    considered_visit = root_considered_visit(params, considered_table, num_considered, b, sim)
+    parent, action, child, depth = simulate_root(tree, b, params, considered_visit, scratch[b])
     pending.parent_index[b] = parent
     pending.action[b] = action
     pending.node_index[b] = sim + 1 if child == UNVISITED else child
     pending.depth[b] = depth
-    pending.is_reset[b] = _is_reset(params, depth)
+    pending.is_reset[b] = is_reset(params, depth)
 
 
 @numba.njit(cache=True)
@@ -329,7 +329,7 @@ def simulate_parallel(tree, params, sim, considered_table, num_considered, pendi
 
 
 @numba.njit(cache=True, fastmath=FASTMATH)
-def _expand_node(
+def expand_node(
     tree,
     b,
     params,
@@ -399,7 +399,7 @@ def _expand_node(
 
 @numba.njit(cache=True)
 def _expand_pending(tree, b, params, sim, pending, reward, discount, logits, value, legal):
-    return _expand_node(
+    return expand_node(
         tree,
         b,
         params,
@@ -465,64 +465,6 @@ def expand_and_backup_parallel(tree, params, sim, pending, reward, discount, log
         pending.status[b] = status
         failures += status != OK
     return failures
-
-
-# ----------------------------------------------------------------------------- tabular models
-
-
-@numba.njit(cache=True)
-def _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch):
-    """Every simulation of tree ``b`` with the model looked up in tables, inside the kernel."""
-    scratch_row = scratch[b]
-    for sim in range(states.shape[1] - 1):
-        considered_visit = _considered_visit(params, considered_table, num_considered, b, sim)
-        parent, action, child, depth = _simulate_root(
-            tree, b, params, considered_visit, scratch_row
-        )
-        node = sim + 1 if child == UNVISITED else child
-        state = states[b, parent]
-        next_state = model.next_state[state, action]
-        states[b, node] = next_state
-        status = _expand_node(
-            tree,
-            b,
-            params,
-            sim,
-            parent,
-            action,
-            node,
-            depth,
-            _is_reset(params, depth),
-            model.reward[state, action],
-            model.discount[state, action],
-            model.prior_logits[next_state],
-            model.value[next_state],
-            model.legal[next_state],
-        )
-        if status != OK:
-            return status
-    return OK
-
-
-@numba.njit(cache=True)
-def search_tabular_serial(
-    tree, params, considered_table, num_considered, model, states, scratch, status
-):
-    for b in range(states.shape[0]):
-        status[b] = _search_tabular_root(
-            tree, b, params, considered_table, num_considered, model, states, scratch
-        )
-
-
-@numba.njit(cache=True, parallel=True)
-def search_tabular_parallel(
-    tree, params, considered_table, num_considered, model, states, scratch, status
-):
-    # One parallel region per search: roots are independent, so each thread runs whole trees.
-    for b in numba.prange(states.shape[0]):
-        status[b] = _search_tabular_root(
-            tree, b, params, considered_table, num_considered, model, states, scratch
-        )
 
 
 # ----------------------------------------------------------------------------- outputs

@@ -15,7 +15,12 @@ from search import kernels
 from search.embeddings import make_embedding_store
 from search.records import StepOutput
 from search.seq_halving import considered_visit_table
-from search.tabular import TabularModel, root_states
+from search.tabular import (
+    TabularModel,
+    root_states,
+    search_tabular_parallel,
+    search_tabular_serial,
+)
 from search.tree import Tree, allocate_tree
 from search.validation import float_array, legal_mask_array
 
@@ -130,7 +135,7 @@ def _run_tabular(
     states[:, 0] = root_states(embedding, model, batch_size)
     # One parallel region per search (not per simulation), so threads pay off much earlier.
     parallel = batch_size > 1 and batch_size * (num_nodes - 1) >= PARALLEL_MIN_TABULAR_WORK
-    kernel = kernels.search_tabular_parallel if parallel else kernels.search_tabular_serial
+    kernel = search_tabular_parallel if parallel else search_tabular_serial
     kernel(tree, params, table, num_considered, model, states, scratch, status)
     if status.any():
         _raise_bad_step(status, None)

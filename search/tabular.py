@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
+from search import kernels
 from search.validation import float_array, legal_mask_array
 
 
@@ -72,3 +74,63 @@ def root_states(embedding, model: TabularModel, batch_size: int) -> np.ndarray:
             f"root state ids must be in [0, {num_states}); got {states.min()}..{states.max()}"
         )
     return states.astype(np.int32)
+
+
+# ----------------------------------------------------------------------------- the fused search
+
+
+@numba.njit(cache=True)
+def _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch):
+    """Every simulation of tree ``b`` with the model looked up in tables, inside the kernel."""
+    scratch_row = scratch[b]
+    for sim in range(states.shape[1] - 1):
+        considered_visit = kernels.root_considered_visit(
+            params, considered_table, num_considered, b, sim
+        )
+        parent, action, child, depth = kernels.simulate_root(
+            tree, b, params, considered_visit, scratch_row
+        )
+        node = sim + 1 if child == kernels.UNVISITED else child
+        state = states[b, parent]
+        next_state = model.next_state[state, action]
+        states[b, node] = next_state
+        status = kernels.expand_node(
+            tree,
+            b,
+            params,
+            sim,
+            parent,
+            action,
+            node,
+            depth,
+            kernels.is_reset(params, depth),
+            model.reward[state, action],
+            model.discount[state, action],
+            model.prior_logits[next_state],
+            model.value[next_state],
+            model.legal[next_state],
+        )
+        if status != kernels.OK:
+            return status
+    return kernels.OK
+
+
+@numba.njit(cache=True)
+def search_tabular_serial(
+    tree, params, considered_table, num_considered, model, states, scratch, status
+):
+    for b in range(states.shape[0]):
+        status[b] = _search_tabular_root(
+            tree, b, params, considered_table, num_considered, model, states, scratch
+        )
+
+
+@numba.njit(cache=True, parallel=True)
+def search_tabular_parallel(
+    tree, params, considered_table, num_considered, model, states, scratch, status
+):
+    # One parallel region per search: roots are independent, so each thread runs whole trees.
+    for b in numba.prange(states.shape[0]):
+        status[b] = _search_tabular_root(
+            tree, b, params, considered_table, num_considered, model, states, scratch
+        )
