@@ -9,6 +9,14 @@ from torch import nn
 import search
 
 
+def _step_output(
+    reward: torch.Tensor, logits: torch.Tensor, value: torch.Tensor
+) -> search.StepOutput:
+    """A network's step as the search's record (single agent, discount 0.997)."""
+    discount = np.full(reward.shape[0], 0.997, np.float32)
+    return search.StepOutput(reward.numpy(), discount, logits.numpy(), value.numpy())
+
+
 class TableModel:
     """A random MDP over ``num_states`` states: the cheapest possible model (numpy gathers)."""
 
@@ -103,13 +111,7 @@ class MLPModel(nn.Module):
         out = self.dynamics(torch.cat([latent, one_hot], dim=1))
         next_latent, reward = torch.tanh(out[:, :-1]), out[:, -1]
         logits, value = self._predict(next_latent)
-        step = search.StepOutput(
-            reward=reward.numpy(),
-            discount=np.full(latent.shape[0], 0.997, np.float32),
-            prior_logits=logits.numpy(),
-            value=value.numpy(),
-        )
-        return step, next_latent
+        return _step_output(reward, logits, value), next_latent
 
 
 class _ResidualBlock(nn.Module):
@@ -165,10 +167,4 @@ class ConvModel(nn.Module):
         )
         reward = self.reward_head(next_latent)[:, 0]
         logits, value = self._predict(next_latent)
-        step = search.StepOutput(
-            reward=reward.numpy(),
-            discount=np.full(latent.shape[0], 0.997, np.float32),
-            prior_logits=logits.numpy(),
-            value=value.numpy(),
-        )
-        return step, next_latent
+        return _step_output(reward, logits, value), next_latent
