@@ -62,7 +62,14 @@ def qtransform_tree_min_max(*, floor: float = 0.01, unvisited: str = "parent_mea
     the tree, with the range floored at ``floor`` (their ``value_delta_max``), clipped to
     [0, 1]. ``unvisited="parent_mean"`` scores unvisited children with the mean Q of the
     visited siblings and the parent's own estimate (their ``compute_mean_q``), which keeps
-    trees shallow; ``unvisited="min"`` scores them 0 like mctx."""
+    trees shallow; ``unvisited="min"`` scores them 0 like mctx.
+
+    Deliberate differences from LightZero/EfficientZero's C++ trees: the pUCT parent count stays
+    mctx's ``1 + sum N`` (theirs is ``sum N``, so ``sqrt(0) = 0`` turns the first selection at every
+    fresh node into a random tie that ignores the prior); the statistics see the Q of every
+    backed-up edge but not their extra ``gamma * V(root)`` sample; before any backup the value term
+    is 0 (theirs is the raw, unnormalised value); and in two-player games the parent mean handed to
+    a child flips sign across a ``-1`` edge (theirs is passed unflipped)."""
     if unvisited not in ("parent_mean", "min"):
         raise ValueError(f"unvisited must be 'parent_mean' or 'min'; got {unvisited!r}")
     if not floor > 0:
