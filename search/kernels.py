@@ -15,7 +15,14 @@ import numba
 import numpy as np
 
 from search.action_selection import considered_argmax, gumbel_interior_action, puct_action
-from search.qtransforms import QTransform, child_qvalue, parent_mean_qvalue, transformed_qvalues
+from search.gumbel_completed import gumbel_interior_action_completed, gumbel_root_action_completed
+from search.qtransforms import (
+    COMPLETED_BY_MIX_VALUE,
+    QTransform,
+    child_qvalue,
+    parent_mean_qvalue,
+    transformed_qvalues,
+)
 from search.tree import (
     DISCOUNTS,
     INDEX,
@@ -252,7 +259,35 @@ def simulate_root(tree, b, params, considered_visit, scratch):
     node = ROOT_INDEX
     depth = 0
     parent_q = 0.0
+    # Gumbel with its default transform has a faster path that needs no per-action sigma.
+    gumbel_completed = (
+        params.policy == POLICY_GUMBEL and params.qtransform_kind == COMPLETED_BY_MIX_VALUE
+    )
     while True:
+        if gumbel_completed:
+            raw_value = np.float64(tree.raw_values[b, node])
+            if depth == 0:
+                action = gumbel_root_action_completed(
+                    counts,
+                    stats,
+                    legal,
+                    tree.root_gumbel,
+                    b,
+                    raw_value,
+                    params,
+                    considered_visit,
+                    scratch,
+                )
+            else:
+                action = gumbel_interior_action_completed(
+                    counts, stats, legal, b, node, raw_value, params, scratch
+                )
+            child = counts[b, node, INDEX, action]
+            depth += 1
+            if child == UNVISITED or depth >= params.max_depth:
+                return node, action, child, depth
+            node = child
+            continue
         mean_q = 0.0
         if params.unvisited_parent_mean:
             mean_q = parent_mean_qvalue(stats, counts, b, node, depth == 0, parent_q)
