@@ -8,17 +8,21 @@ Python objects (simulator states) live in per-root lists.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
-try:  # torch is optional for the search itself
-    import torch
-except ImportError:  # pragma: no cover - torch is a project dependency
-    torch = None
+
+def _torch():
+    """The torch module if the caller has imported it, else None. The search never imports
+    torch itself (DESIGN.md: `search` depends on numpy and numba only); a tensor can only reach
+    it from a caller that has."""
+    return sys.modules.get("torch")
 
 
 def _is_tensor(x: Any) -> bool:
+    torch = _torch()
     return torch is not None and isinstance(x, torch.Tensor)
 
 
@@ -78,7 +82,7 @@ class ArrayEmbeddings:
                 )
             shape = (leaf.shape[0], num_simulations + 1, *leaf.shape[1:])
             if _is_tensor(leaf):
-                buffer = torch.empty(shape, dtype=leaf.dtype, device=leaf.device)
+                buffer = _torch().empty(shape, dtype=leaf.dtype, device=leaf.device)
                 self.device = leaf.device
             else:
                 buffer = np.empty(shape, dtype=leaf.dtype)
@@ -96,7 +100,7 @@ class ArrayEmbeddings:
     def _flat_rows(self, node_index: np.ndarray, leaf: Any):
         rows = self._row_offsets + node_index
         if _is_tensor(leaf):
-            rows = torch.from_numpy(rows)
+            rows = _torch().from_numpy(rows)
             return rows if leaf.device.type == "cpu" else rows.to(leaf.device, non_blocking=True)
         return rows
 
@@ -122,7 +126,7 @@ class ArrayEmbeddings:
                     f"recurrent_fn returned an embedding of type {type(value).__name__}; the root embedding is a {kind}"
                 )
             same_kind = (
-                torch.can_cast(value.dtype, flat.dtype)
+                _torch().can_cast(value.dtype, flat.dtype)
                 if _is_tensor(value)
                 else np.can_cast(value.dtype, flat.dtype, casting="same_kind")
             )
@@ -147,7 +151,7 @@ class ArrayEmbeddings:
     def actions(self, action: np.ndarray) -> Any:
         """The actions in the embeddings' own kind: a long tensor on their device, or numpy."""
         if self.device is not None:
-            action = torch.from_numpy(action.astype(np.int64))
+            action = _torch().from_numpy(action.astype(np.int64))
             return (
                 action if self.device.type == "cpu" else action.to(self.device, non_blocking=True)
             )

@@ -209,3 +209,12 @@ def test_make_embedding_store_picks_the_store_by_type(root, kind):
 def test_a_tuple_of_objects_is_not_taken_for_a_list_of_states():
     with pytest.raises(TypeError, match=r"or pass a Python list of B objects"):
         make_embedding_store(("state-a", "state-b"), SIMS)
+
+
+def test_search_does_not_import_torch():
+    """DESIGN.md: `search` depends on numpy and numba only; tensors work when the caller has torch."""
+    import subprocess
+    import sys
+
+    code = "import sys, search; assert 'torch' not in sys.modules, 'search imported torch'"
+    subprocess.run([sys.executable, "-c", code], check=True)
