@@ -8,22 +8,12 @@ Python objects (simulator states) live in per-root lists.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
 
-
-def _torch():
-    """The torch module if the caller has imported it, else None. The search never imports
-    torch itself (DESIGN.md: `search` depends on numpy and numba only); a tensor can only reach
-    it from a caller that has."""
-    return sys.modules.get("torch")
-
-
-def _is_tensor(x: Any) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(x, torch.Tensor)
+from search.validation import is_tensor as _is_tensor
+from search.validation import torch_module as _torch
 
 
 def _map(fn, tree: Any) -> Any:

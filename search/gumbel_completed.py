@@ -18,80 +18,34 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from search.qtransforms import child_qvalue
+from search.qtransforms import completed_qvalue_stats
 from search.tree import PRIOR_LOGITS, PRIOR_PROBS, VISITS
-
-_FLOAT32_TINY = float(np.finfo(np.float32).tiny)
-
-
-@numba.njit(cache=True, inline="always")
-def completed_sigma(counts, stats, legal, b, node, raw_value, qt, qvalues):
-    """One pass over the children of ``node``: writes the Q of visited children to ``qvalues``.
-
-    Returns ``(offset, scale, unvisited_q, unvisited_prior, best_unvisited, sum_visits)`` with
-    ``sigma(q) = (q - offset) * scale`` (mctx's completed-by-mix-value transform), the value that
-    completes every unvisited action, the prior mass of the unvisited legal actions and the
-    unvisited legal action with the largest prior (-1 if none).
-    """
-    sum_visits = 0
-    max_visits = 0
-    sum_floored_probs = 0.0
-    weighted_q = 0.0
-    visited_prior = 0.0
-    low = np.inf
-    high = -np.inf
-    any_unvisited = False
-    best_unvisited = -1
-    best_prior = -1.0
-    for a in range(qvalues.shape[0]):
-        visits = counts[b, node, VISITS, a]
-        prior = np.float64(stats[b, node, PRIOR_PROBS, a])
-        if visits > 0:
-            q = child_qvalue(stats, b, node, a)
-            qvalues[a] = q
-            low = min(low, q)
-            high = max(high, q)
-            sum_visits += visits
-            max_visits = max(max_visits, visits)
-            floored = max(_FLOAT32_TINY, prior)
-            sum_floored_probs += floored
-            weighted_q += floored * q
-            visited_prior += prior
-        else:
-            any_unvisited = True  # illegal actions too: mctx completes (and rescales) all A
-            if legal[b, node, a] and prior > best_prior:
-                best_prior = prior
-                best_unvisited = a
-    unvisited_q = raw_value
-    if qt.use_mixed_value and sum_visits > 0:  # Gumbel MuZero eq. 33
-        unvisited_q = (raw_value + sum_visits * (weighted_q / sum_floored_probs)) / (sum_visits + 1)
-    if any_unvisited:
-        low = min(low, unvisited_q)
-        high = max(high, unvisited_q)
-    scale = (qt.maxvisit_init + max_visits) * qt.value_scale
-    offset = 0.0
-    if qt.rescale_values:
-        offset = low
-        scale /= max(high - low, qt.epsilon)
-    unvisited_prior = max(0.0, 1.0 - visited_prior) if best_unvisited >= 0 else 0.0
-    return offset, scale, unvisited_q, unvisited_prior, best_unvisited, sum_visits
 
 
 @numba.njit(cache=True, inline="always")
 def gumbel_interior_action_completed(counts, stats, legal, b, node, raw_value, qt, qvalues):
     """``argmax(pi'(a) - N(a) / (1 + sum N))`` (Gumbel MuZero eq. 14) with exps only for the
     visited actions and one for all unvisited ones."""
-    offset, scale, unvisited_q, unvisited_prior, best_unvisited, sum_visits = completed_sigma(
-        counts, stats, legal, b, node, raw_value, qt, qvalues
+    offset, scale, unvisited_q, sum_visits, visited_prior = completed_qvalue_stats(
+        stats, counts, b, node, raw_value, qt, qvalues
     )
-    # Shift by the largest sigma for a stable exp.
-    top = (unvisited_q - offset) * scale if best_unvisited >= 0 else -np.inf
+    unvisited_sigma = (unvisited_q - offset) * scale
+    # The largest sigma (for a stable exp) and the unvisited legal action with the largest prior.
+    top = -np.inf
+    best_unvisited = -1
+    best_prior = -1.0
     for a in range(qvalues.shape[0]):
         if counts[b, node, VISITS, a] > 0:
             top = max(top, (qvalues[a] - offset) * scale)
+        elif legal[b, node, a] and stats[b, node, PRIOR_PROBS, a] > best_prior:
+            best_prior = stats[b, node, PRIOR_PROBS, a]
+            best_unvisited = a
     unvisited_weight = 0.0
+    unvisited_prior = 0.0
     if best_unvisited >= 0:
-        unvisited_weight = np.exp((unvisited_q - offset) * scale - top)
+        top = max(top, unvisited_sigma)
+        unvisited_weight = np.exp(unvisited_sigma - top)
+        unvisited_prior = max(0.0, 1.0 - visited_prior)
     normaliser = unvisited_weight * unvisited_prior
     for a in range(qvalues.shape[0]):
         if counts[b, node, VISITS, a] > 0:
@@ -125,8 +79,8 @@ def gumbel_root_action_completed(
 ):
     """Sequential halving at the root: among legal actions with ``considered_visit`` visits, the
     largest ``gumbel + logit + sigma(completed Q)`` (logits are stored shifted to max 0)."""
-    offset, scale, unvisited_q, _, _, _ = completed_sigma(
-        counts, stats, legal, b, 0, raw_value, qt, qvalues
+    offset, scale, unvisited_q, _, _ = completed_qvalue_stats(
+        stats, counts, b, 0, raw_value, qt, qvalues
     )
     unvisited_sigma = (unvisited_q - offset) * scale
     best_action = -1

@@ -264,6 +264,7 @@ def simulate_root(tree, b, params, considered_visit, scratch):
         params.policy == POLICY_GUMBEL and params.qtransform_kind == COMPLETED_BY_MIX_VALUE
     )
     while True:
+        mean_q = 0.0
         if gumbel_completed:
             raw_value = np.float64(tree.raw_values[b, node])
             if depth == 0:
@@ -282,37 +283,31 @@ def simulate_root(tree, b, params, considered_visit, scratch):
                 action = gumbel_interior_action_completed(
                     counts, stats, legal, b, node, raw_value, params, scratch
                 )
-            child = counts[b, node, INDEX, action]
-            depth += 1
-            if child == UNVISITED or depth >= params.max_depth:
-                return node, action, child, depth
-            node = child
-            continue
-        mean_q = 0.0
-        if params.unvisited_parent_mean:
-            mean_q = parent_mean_qvalue(stats, counts, b, node, depth == 0, parent_q)
-        transformed_qvalues(
-            stats,
-            counts,
-            b,
-            node,
-            np.float64(tree.node_values[b, node]),
-            np.float64(tree.raw_values[b, node]),
-            params,
-            mean_q,
-            tree.tree_min_max,
-            scratch,
-        )
-        if params.policy == POLICY_MUZERO:
-            action = puct_action(
-                counts, stats, legal, b, node, tree.node_visits[b, node], params, scratch
-            )
-        elif depth == 0:
-            action = considered_argmax(
-                counts, stats, legal, tree.root_gumbel, b, considered_visit, scratch
-            )
         else:
-            action = gumbel_interior_action(counts, stats, legal, b, node, scratch)
+            if params.unvisited_parent_mean:
+                mean_q = parent_mean_qvalue(stats, counts, b, node, depth == 0, parent_q)
+            transformed_qvalues(
+                stats,
+                counts,
+                b,
+                node,
+                np.float64(tree.node_values[b, node]),
+                np.float64(tree.raw_values[b, node]),
+                params,
+                mean_q,
+                tree.tree_min_max,
+                scratch,
+            )
+            if params.policy == POLICY_MUZERO:
+                action = puct_action(
+                    counts, stats, legal, b, node, tree.node_visits[b, node], params, scratch
+                )
+            elif depth == 0:
+                action = considered_argmax(
+                    counts, stats, legal, tree.root_gumbel, b, considered_visit, scratch
+                )
+            else:
+                action = gumbel_interior_action(counts, stats, legal, b, node, scratch)
         child = counts[b, node, INDEX, action]
         depth += 1
         if child == UNVISITED or depth >= params.max_depth:

@@ -130,7 +130,7 @@ def transformed_qvalues(
     """
     kind = qt.qtransform_kind
     if kind == COMPLETED_BY_MIX_VALUE:
-        _completed_by_mix_value(stats, counts, b, node, node_value, raw_value, qt, out)
+        _completed_by_mix_value(stats, counts, b, node, raw_value, qt, out)
     elif kind == TREE_MIN_MAX:
         _tree_min_max(
             stats, counts, b, node, qt, parent_mean_q, tree_min_max[b, 0], tree_min_max[b, 1], out
@@ -194,38 +194,57 @@ def parent_mean_qvalue(stats, counts, b, node, is_root, parent_q):
 
 
 @numba.njit(cache=True, inline="always")
-def _completed_by_mix_value(stats, counts, b, node, node_value, raw_value, qt, out):
-    # Two passes over the actions: visited Q values and the sums of the mixed value (eq. 33),
-    # then completion, rescaling and scaling together.
+def completed_qvalue_stats(stats, counts, b, node, raw_value, qt, qvalues):
+    """One pass over the children of ``node`` for the completed-by-mix-value transform.
+
+    Writes the Q of visited children to ``qvalues`` (other entries untouched) and returns
+    ``(offset, scale, unvisited_q, sum_visits, visited_prior)``: ``sigma(q) = (q - offset) *
+    scale``, ``unvisited_q`` completes every unvisited action (illegal ones too, as in mctx),
+    and ``visited_prior`` is the prior mass of the visited children.
+    """
     sum_visits = 0
     max_visits = 0
-    sum_probs = 0.0
+    sum_floored_probs = 0.0
     weighted_q = 0.0
+    visited_prior = 0.0
     low = np.inf
     high = -np.inf
-    for a in range(out.shape[0]):
+    any_unvisited = False
+    for a in range(qvalues.shape[0]):
         visits = counts[b, node, VISITS, a]
-        sum_visits += visits
-        max_visits = max(max_visits, visits)
         if visits > 0:
             q = child_qvalue(stats, b, node, a)
-            out[a] = q
+            qvalues[a] = q
             low = min(low, q)
             high = max(high, q)
-            prob = max(_FLOAT32_TINY, np.float64(stats[b, node, PRIOR_PROBS, a]))
-            sum_probs += prob
-            weighted_q += prob * q
-    value = raw_value
-    if qt.use_mixed_value and sum_visits > 0:
-        value = (raw_value + sum_visits * (weighted_q / sum_probs)) / (sum_visits + 1)
-    for a in range(out.shape[0]):
-        if counts[b, node, VISITS, a] == 0:  # unvisited: completed by the (mixed) value
-            low = min(low, value)
-            high = max(high, value)
-            break
+            sum_visits += visits
+            max_visits = max(max_visits, visits)
+            prior = np.float64(stats[b, node, PRIOR_PROBS, a])
+            floored = max(_FLOAT32_TINY, prior)
+            sum_floored_probs += floored
+            weighted_q += floored * q
+            visited_prior += prior
+        else:
+            any_unvisited = True
+    unvisited_q = raw_value
+    if qt.use_mixed_value and sum_visits > 0:  # Gumbel MuZero eq. 33
+        unvisited_q = (raw_value + sum_visits * (weighted_q / sum_floored_probs)) / (sum_visits + 1)
+    if any_unvisited:
+        low = min(low, unvisited_q)
+        high = max(high, unvisited_q)
     scale = (qt.maxvisit_init + max_visits) * qt.value_scale
-    inverse_range = 1.0 / max(high - low, qt.epsilon) if qt.rescale_values else 1.0
-    offset = low if qt.rescale_values else 0.0
+    offset = 0.0
+    if qt.rescale_values:
+        offset = low
+        scale /= max(high - low, qt.epsilon)
+    return offset, scale, unvisited_q, sum_visits, visited_prior
+
+
+@numba.njit(cache=True, inline="always")
+def _completed_by_mix_value(stats, counts, b, node, raw_value, qt, out):
+    offset, scale, unvisited_q, _, _ = completed_qvalue_stats(
+        stats, counts, b, node, raw_value, qt, out
+    )
     for a in range(out.shape[0]):
-        q = out[a] if counts[b, node, VISITS, a] > 0 else value
-        out[a] = (q - offset) * inverse_range * scale
+        q = out[a] if counts[b, node, VISITS, a] > 0 else unvisited_q
+        out[a] = (q - offset) * scale

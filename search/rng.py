@@ -118,9 +118,7 @@ def root_keys(seed: int | np.ndarray, batch_size: int) -> np.ndarray:
             0, np.iinfo(np.uint64).max, size=batch_size, dtype=np.uint64, endpoint=True
         )
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        base = (int(seed) * int(_GOLDEN)) & 0xFFFFFFFFFFFFFFFF
-        with np.errstate(over="ignore"):
-            return _mix_array(np.uint64(base) + np.arange(batch_size, dtype=np.uint64))
+        return _row_keys(np.uint64((int(seed) * int(_GOLDEN)) & 0xFFFFFFFFFFFFFFFF), batch_size)
     keys = np.asarray(seed)
     if keys.shape != (batch_size,) or not np.issubdtype(keys.dtype, np.integer):
         raise ValueError(
@@ -132,11 +130,12 @@ def root_keys(seed: int | np.ndarray, batch_size: int) -> np.ndarray:
     return keys.astype(np.uint64)
 
 
-def _mix_array(z: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * _MUL1
-        z = (z ^ (z >> np.uint64(27))) * _MUL2
-        return z ^ (z >> np.uint64(31))
+@numba.njit(cache=True)
+def _row_keys(base, batch_size):
+    keys = np.empty(batch_size, np.uint64)
+    for row in range(batch_size):
+        keys[row] = _mix(base + np.uint64(row))
+    return keys
 
 
 @numba.njit(cache=True)

@@ -121,14 +121,6 @@ def allocate_tree(batch_size: int, num_simulations: int, num_actions: int) -> Tr
     )
 
 
-def num_actions(tree: Tree) -> int:
-    return tree.children_legal.shape[-1]
-
-
-def num_simulations(tree: Tree) -> int:
-    return tree.node_visits.shape[-1] - 1
-
-
 def root_qvalues(tree: Tree) -> np.ndarray:
     """``[B, A]`` Q values of the root's children (0 where unvisited), as mctx's summary."""
     stats = tree.children_stats[:, ROOT_INDEX].astype(np.float64)

@@ -8,9 +8,20 @@ from typing import Any
 import numpy as np
 
 
+def torch_module():
+    """The torch module if the caller has imported it, else None. The search never imports
+    torch itself (DESIGN.md: `search` depends on numpy and numba only); a tensor can only reach
+    it from a caller that has."""
+    return sys.modules.get("torch")
+
+
+def is_tensor(x: Any) -> bool:
+    torch = torch_module()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
 def to_numpy(x: Any) -> np.ndarray:
-    torch = sys.modules.get("torch")  # never imported here: a tensor implies the caller did
-    if torch is not None and isinstance(x, torch.Tensor):
+    if is_tensor(x):
         return x.detach().cpu().numpy()
     return np.asarray(x)
 
