@@ -1,0 +1,27 @@
+"""The record every game returns: one batched step of B games in lockstep."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class TimeStep(NamedTuple):
+    """What the player to move sees after ``reset`` or ``step`` (leading axis: the B games).
+
+    ``reward`` is the reward of the move just made, to the player who made it (0 after a reset);
+    ``to_play`` is the player to move now (-1 where the game is over). ``legal`` is True for legal
+    actions, the one mask convention of the whole framework.
+    """
+
+    obs: np.ndarray  # [B, *obs_shape] float32, from the perspective of the player to move
+    legal: np.ndarray  # [B, A] bool
+    to_play: np.ndarray  # [B] int64
+    reward: np.ndarray  # [B] float32
+    terminated: np.ndarray  # [B] bool
+    truncated: np.ndarray  # [B] bool
+
+    @property
+    def done(self) -> np.ndarray:
+        return self.terminated | self.truncated
