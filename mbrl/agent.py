@@ -1,0 +1,52 @@
+"""A trained network as a player: deterministic search (or the raw policy) over batched states.
+
+It has the same ``choose(states, rng) -> [B] actions`` shape as the fixed opponents in
+``games.opponents``, so matches, ``mbrl-eval`` and ``mbrl-play`` treat both alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from games import BoardGame
+from mbrl.selfplay.game_model import GameModel
+from mbrl.selfplay.planner import SearchSettings, plan
+
+
+class SearchAgent:
+    """Plays the most visited move of a noise-free search; ``num_simulations=0`` plays the
+    network's raw policy argmax over legal moves."""
+
+    def __init__(
+        self,
+        game: BoardGame,
+        network: torch.nn.Module,
+        settings: SearchSettings,
+        *,
+        num_simulations: int | None = None,
+        name: str = "agent",
+    ):
+        self.game = game
+        self.model = GameModel(game, network.eval())
+        self.num_simulations = (
+            settings.num_simulations if num_simulations is None else num_simulations
+        )
+        if self.num_simulations < 0:
+            raise ValueError(f"num_simulations must be >= 0, got {self.num_simulations}")
+        if self.num_simulations:
+            settings = dataclasses.replace(settings, num_simulations=self.num_simulations)
+        self.settings = settings
+        self.name = name
+
+    def choose(self, states: list, rng: np.random.Generator | None = None) -> np.ndarray:
+        del rng  # deterministic
+        if self.num_simulations == 0:
+            obs = np.stack([self.game.observation(s) for s in states])
+            legal = np.stack([self.game.legal_mask(s) for s in states])
+            logits, _ = self.model.evaluate(obs)
+            return np.argmax(np.where(legal, logits, -np.inf), axis=1).astype(np.int64)
+        output = plan(self.model, states, self.settings, deterministic=True)
+        return output.action.astype(np.int64)

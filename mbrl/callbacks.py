@@ -1,0 +1,171 @@
+"""Lightning callbacks around the embedded loop: self-play monitoring and periodic evaluation."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+
+import lightning as L
+from rich.console import Console
+from rich.table import Table
+
+from games import BoardGame
+from games.opponents import make_opponent
+from mbrl.agent import SearchAgent
+from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
+from mbrl.selfplay.planner import SearchSettings
+
+
+class SelfPlayMonitor(L.Callback):
+    """Hands new priorities back to replay after every step; every ``log_every`` steps logs the
+    self-play counters and rates (games/s, simulations/s, search share of collection time)."""
+
+    def __init__(self, log_every: int):
+        self.log_every = max(1, log_every)
+        self._last: tuple[float, dict] | None = None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        data = trainer.datamodule
+        data.update_priorities(batch["indices"], outputs["priorities"])
+        if trainer.global_step % self.log_every:
+            return
+        now, stats = time.perf_counter(), data.stats()
+        if self._last is not None:
+            then, previous = self._last
+            elapsed = max(now - then, 1e-9)
+            for name in ("moves", "games", "simulations"):
+                key = f"selfplay/{name}"
+                stats[f"{key}_per_s"] = (stats[key] - previous[key]) / elapsed
+            collect = stats["selfplay/collect_seconds"] - previous["selfplay/collect_seconds"]
+            stats["selfplay/share_of_wall_time"] = collect / elapsed
+        self._last = (now, stats)
+        if trainer.logger is not None:
+            trainer.logger.log_metrics(stats, step=trainer.global_step)
+        pl_module.log("games", stats["selfplay/games"], prog_bar=True, logger=False)
+
+
+class EvaluationCallback(L.Callback):
+    """Every ``every`` steps (and at the end): matches against fixed opponents, the raw policy's
+    minimax optimality where the game is solvable, and Elo against earlier checkpoints. Results go
+    to TensorBoard, to ``eval.jsonl`` in the run directory and to the console."""
+
+    def __init__(
+        self,
+        game: BoardGame,
+        settings: SearchSettings,
+        *,
+        every: int,
+        games: int,
+        opponents: list[str],
+        simulations: int,
+        elo_pool: int,
+        elo_games: int,
+        optimality: bool,
+        stop_when_perfect: bool,
+        run_dir: Path,
+        seed: int,
+    ):
+        self.game, self.settings = game, settings
+        self.every, self.games, self.simulations = every, games, simulations
+        self.opponents = [make_opponent(spec, game.game) for spec in opponents]
+        self.elo_pool, self.elo_games = elo_pool, elo_games
+        self.optimality = PolicyOptimality(game) if optimality else None
+        self.stop_when_perfect = stop_when_perfect
+        if stop_when_perfect and "minimax" not in [o.name for o in self.opponents]:
+            raise ValueError("eval.stop_when_perfect needs 'minimax' in eval.opponents")
+        self.log_path = Path(run_dir) / "eval.jsonl"
+        self.seed = seed
+        self.pool: list[dict] = []  # {"step", "rating", "weights"}
+        self.train_seconds = 0.0  # wall time outside evaluation
+        self._clock = None
+        self.perfect_at: dict | None = None
+
+    def on_train_start(self, trainer, pl_module):
+        self._clock = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self.every and trainer.global_step % self.every == 0:
+            self.evaluate(trainer, pl_module)
+
+    def on_train_end(self, trainer, pl_module):
+        if not self.every or trainer.global_step % self.every:
+            self.evaluate(trainer, pl_module)
+
+    def evaluate(self, trainer, pl_module) -> dict:
+        now = time.perf_counter()
+        self.train_seconds += now - (self._clock or now)
+        network = copy.deepcopy(pl_module.network).eval()
+        agent = SearchAgent(self.game, network, self.settings, num_simulations=self.simulations)
+        step = trainer.global_step
+        record: dict = {"step": step, "train_seconds": round(self.train_seconds, 2)}
+        metrics = {}
+        for index, opponent in enumerate(self.opponents):
+            result = play_match(self.game, agent, opponent, self.games, seed=self.seed + index)
+            record[opponent.name] = result.as_dict()
+            for key in ("wins", "draws", "losses"):
+                metrics[f"eval/{opponent.name}/{key}"] = getattr(result, key) / result.games
+        if self.optimality is not None:
+            record["policy_optimal"] = self.optimality(agent.model)
+            metrics["eval/policy_optimal"] = record["policy_optimal"]
+        if self.elo_pool:
+            record["elo"] = self._rate(agent, network, step)
+            metrics["eval/elo"] = record["elo"]
+        if trainer.logger is not None:
+            trainer.logger.log_metrics(metrics, step=step)
+        self._print(record)
+        with self.log_path.open("a") as file:
+            file.write(json.dumps(record) + "\n")
+        if self.stop_when_perfect and record["minimax"]["losses"] == 0:
+            self.perfect_at = self.perfect_at or record
+            trainer.should_stop = True
+        self._clock = time.perf_counter()
+        return record
+
+    def _rate(self, agent: SearchAgent, network, step: int) -> float:
+        """Elo of the current network against the pool of earlier ones (the first is 0)."""
+        results = []
+        for index, entry in enumerate(self.pool):
+            past = copy.deepcopy(network)
+            past.load_state_dict(entry["weights"])
+            opponent = SearchAgent(
+                self.game,
+                past,
+                self.settings,
+                num_simulations=self.simulations,
+                name=f"step{entry['step']}",
+            )
+            match = play_match(
+                self.game, agent, opponent, self.elo_games, seed=self.seed + 100 + index
+            )
+            results.append((entry["rating"], match.score, match.games))
+        rating = rate_against_pool(results) if results else 0.0
+        weights = {k: v.detach().clone() for k, v in network.state_dict().items()}
+        self.pool = [*self.pool, {"step": step, "rating": rating, "weights": weights}][
+            -self.elo_pool :
+        ]
+        return rating
+
+    def _print(self, record: dict) -> None:
+        table = Table(title=f"evaluation at step {record['step']}", title_justify="left")
+        for column in ("opponent", "W", "D", "L", "score"):
+            table.add_column(column, justify="right")
+        for opponent in self.opponents:
+            r = record[opponent.name]
+            table.add_row(
+                opponent.name,
+                str(r["wins"]),
+                str(r["draws"]),
+                str(r["losses"]),
+                f"{r['score']:.2f}",
+            )
+        extras = [f"{k}={record[k]:.3f}" for k in ("policy_optimal", "elo") if k in record]
+        Console(stderr=True).print(table, *extras)
+
+    def state_dict(self) -> dict:
+        return {"pool": self.pool, "train_seconds": self.train_seconds}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.pool = list(state["pool"])
+        self.train_seconds = float(state["train_seconds"])

@@ -1,0 +1,1 @@
+"""Console entry points (the only modules that import Hydra and omegaconf)."""

@@ -1,0 +1,32 @@
+"""``mbrl-train``: train an agent from a Hydra config.
+
+    mbrl-train experiment=tictactoe
+    mbrl-train game=connect_four algo=gumbel_alphazero search.num_simulations=16
+    mbrl-train --cfg job          # print the composed config and exit
+    mbrl-train --help             # the config groups and their options
+
+Re-running the same command continues from the run directory's last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+
+import hydra
+from omegaconf import DictConfig
+
+from mbrl.cli._schema import CONFIG_PATH, register, to_train_config
+
+register()
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="train")
+def main(cfg: DictConfig) -> None:
+    from mbrl.train import train  # after composition, so --help and --cfg stay fast
+
+    summary = train(to_train_config(cfg))
+    print(json.dumps(summary, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

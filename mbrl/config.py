@@ -1,0 +1,136 @@
+"""The typed shape of every config group: plain dataclasses.
+
+The Hydra entry points register these as structured-config schemas, so a misspelt key or a value
+of the wrong type fails when the config is composed, with the key's name; this module itself
+imports neither Hydra nor omegaconf. Value checks that types cannot express (a known algorithm, a
+positive count) live in the settings records each part is built from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ALGORITHMS = ("alphazero", "gumbel_alphazero")
+
+
+@dataclass
+class GameConfig:
+    name: str = "tic_tac_toe"
+    params: dict[str, Any] = field(default_factory=dict)  # OpenSpiel game parameters
+    max_moves: int = 0  # games longer than this end as draws; 0 = the game's own limit
+
+
+@dataclass
+class AlgoConfig:
+    name: str = "alphazero"  # alphazero | gumbel_alphazero
+
+
+@dataclass
+class ModelConfig:
+    channels: int = 64
+    blocks: int = 4
+    value_hidden: int = 64
+
+
+@dataclass
+class SearchConfig:
+    policy: str = "puct"  # puct | gumbel (set by algo)
+    num_simulations: int = 32
+    eval_simulations: int = 32  # evaluation and play (0 = raw policy)
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+    dirichlet_legal_only: bool = True
+    pb_c_init: float = 1.25
+    pb_c_base: float = 19652.0
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+
+
+@dataclass
+class ReplayConfig:
+    capacity: int = 100_000
+    prioritized: bool = False
+    alpha: float = 0.6
+    beta: float = 0.4
+
+
+@dataclass
+class OptimConfig:
+    optimizer: str = "adamw"  # adam | adamw | sgd
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    momentum: float = 0.9
+    schedule: str = "constant"  # constant | cosine | step
+    warmup_steps: int = 0
+    total_steps: int = 1000
+    min_lr_ratio: float = 0.1
+    step_every: int = 1000
+    gamma: float = 0.1
+    grad_clip: float = 5.0
+
+
+@dataclass
+class TrainerConfig:
+    max_steps: int = 2000  # gradient steps
+    max_minutes: float = 0.0  # wall-clock limit; 0 = none
+    batch_size: int = 256
+    replay_ratio: float = 0.1  # gradient steps per environment move, enforced exactly
+    warmup_moves: int = 1000
+    sync_every: int = 1
+    num_games: int = 64  # self-play games in lockstep
+    temperature_moves: int = 4
+    checkpoint_every: int = 200
+    log_every: int = 20
+    accelerator: str = "cpu"
+    progress_bar: bool = True
+
+
+@dataclass
+class EvalConfig:
+    every: int = 200  # gradient steps between evaluations; 0 = only at the end
+    games: int = 100  # per opponent, half in each seat
+    opponents: list[str] = field(default_factory=lambda: ["random"])
+    simulations: int = 32  # search simulations per move in evaluation (0 = raw policy)
+    elo_pool: int = 4  # earlier checkpoints kept as Elo anchors (0 = no Elo)
+    elo_games: int = 20
+    optimality: bool = False  # score the raw policy against exact minimax (small games)
+    stop_when_perfect: bool = False  # stop once no game is lost to minimax
+
+
+@dataclass
+class LoggerConfig:
+    tensorboard: bool = True
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    run_dir: str = "runs/default"
+    resume: bool = True  # continue from run_dir's last checkpoint when there is one
+    overwrite: bool = False  # start afresh in a run_dir that holds another experiment
+    game: GameConfig = field(default_factory=GameConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+
+
+# Keys that may change when a run is resumed (how long, how it is watched); any other difference
+# means run_dir holds another experiment.
+RESUMABLE_CHANGES = (
+    "trainer.max_steps",
+    "trainer.max_minutes",
+    "trainer.progress_bar",
+    "trainer.checkpoint_every",
+    "trainer.log_every",
+    "eval",
+    "logger",
+    "resume",
+    "overwrite",
+    "run_dir",
+)

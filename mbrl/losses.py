@@ -1,0 +1,75 @@
+"""Pure, typed loss functions: tensors in, ``LossOutput(loss, metrics)`` out.
+
+Each returns a scalar loss (weighted by importance weights when prioritized replay gives them)
+and detached per-sample errors, so the system can log them and hand new priorities back to
+replay. MuZero adds its reward and consistency terms beside these; the LLM bridge uses the sparse
+policy target over candidate token ids.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+
+class LossOutput(NamedTuple):
+    loss: torch.Tensor  # scalar
+    per_sample: torch.Tensor  # [B] detached, e.g. for priorities
+    metrics: dict[str, torch.Tensor]  # detached scalars for logging
+
+
+def _weighted_mean(values: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    return values.mean() if weights is None else (values * weights).mean()
+
+
+def policy_cross_entropy(
+    logits: torch.Tensor,  # [B, A]
+    target: torch.Tensor,  # [B, A] probabilities (visit counts or Gumbel's improved policy)
+    legal: torch.Tensor | None = None,  # [B, A] bool; illegal logits are excluded
+    weights: torch.Tensor | None = None,  # [B] importance weights
+) -> LossOutput:
+    """Cross-entropy of the network's policy to the search's policy target."""
+    if legal is not None:
+        logits = logits.masked_fill(~legal, torch.finfo(logits.dtype).min)
+    log_probs = F.log_softmax(logits, dim=-1)
+    per_sample = -(target * log_probs.clamp_min(-1e9)).sum(-1)
+    probs = log_probs.exp()
+    entropy = -(probs * log_probs.clamp_min(-1e9)).sum(-1)
+    target_entropy = -(target * target.clamp_min(1e-12).log()).sum(-1)
+    metrics = {
+        "policy_loss": per_sample.mean().detach(),
+        "policy_entropy": entropy.mean().detach(),
+        # KL(target || policy): 0 when the network already plays the search's policy.
+        "policy_kl": (per_sample - target_entropy).mean().detach(),
+    }
+    return LossOutput(_weighted_mean(per_sample, weights), per_sample.detach(), metrics)
+
+
+def sparse_policy_cross_entropy(
+    logits: torch.Tensor,  # [B, V] over a whole vocabulary
+    candidate_ids: torch.Tensor,  # [B, K] int64 ids of the searched candidates
+    target: torch.Tensor,  # [B, K] probabilities over the candidates
+    weights: torch.Tensor | None = None,
+) -> LossOutput:
+    """Cross-entropy to a search target given over K candidate ids out of a vocabulary of V."""
+    log_probs = F.log_softmax(logits, dim=-1).gather(-1, candidate_ids)
+    per_sample = -(target * log_probs).sum(-1)
+    metrics = {"policy_loss": per_sample.mean().detach()}
+    return LossOutput(_weighted_mean(per_sample, weights), per_sample.detach(), metrics)
+
+
+def value_mse(
+    value: torch.Tensor,  # [B] predicted
+    target: torch.Tensor,  # [B]
+    weights: torch.Tensor | None = None,
+) -> LossOutput:
+    """Squared error of the value head to its target (AlphaZero's game outcome z)."""
+    error = value - target
+    per_sample = error.square()
+    metrics = {
+        "value_loss": per_sample.mean().detach(),
+        "value_abs_error": error.abs().mean().detach(),
+    }
+    return LossOutput(_weighted_mean(per_sample, weights), error.abs().detach(), metrics)

@@ -1,0 +1,153 @@
+"""Self-play: B games in lockstep, one batched search per move.
+
+Each call to ``step`` makes one move in every game (B environment steps). A game that ends is
+handed out as a ``Trajectory`` and its slot starts a new game at once, so every step is a full
+batch. Move selection follows AlphaZero: sample from the search's policy for the first
+``temperature_moves`` moves of a game, then play the most visited action; Gumbel search plays
+the action its sequential halving chose. The actor's state (games in progress as move lists,
+partial trajectories, counters) round-trips through ``state_dict`` so a resumed run continues
+the same games.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from games import BoardGame
+from mbrl.replay.targets import Trajectory
+from mbrl.selfplay.game_model import GameModel
+from mbrl.selfplay.planner import SearchSettings, plan, root_keys
+
+_FIELDS = ("obs", "legal", "policy", "root_value", "to_play", "actions")
+
+
+class SelfPlayActor:
+    def __init__(
+        self,
+        game: BoardGame,
+        model: GameModel,
+        settings: SearchSettings,
+        *,
+        num_games: int,
+        temperature_moves: int,
+        seed: int,
+    ):
+        if num_games < 1:
+            raise ValueError(f"actor.num_games must be >= 1, got {num_games}")
+        self.game, self.model, self.settings = game, model, settings
+        self.num_games = num_games
+        self.temperature_moves = temperature_moves
+        self.seed = seed
+        self.next_game_id = 0
+        self.game_ids = np.zeros(num_games, np.int64)
+        self.states: list = [None] * num_games
+        self.history: list[list[int]] = [[] for _ in range(num_games)]
+        self.partial: list[dict[str, list]] = [{} for _ in range(num_games)]
+        for slot in range(num_games):
+            self._new_game(slot)
+        self.moves_played = 0
+        self.games_finished = 0
+        self.search_seconds = 0.0  # wall time inside the search (network included)
+        self.simulations = 0
+
+    def _new_game(self, slot: int) -> None:
+        self.game_ids[slot] = self.next_game_id
+        self.next_game_id += 1
+        self.states[slot] = self.game.new_state()
+        self.history[slot] = []
+        self.partial[slot] = {name: [] for name in _FIELDS}
+
+    def step(self) -> list[Trajectory]:
+        """One move in every game; returns the games that finished."""
+        moves = np.array([len(h) for h in self.history])
+        keys = root_keys(self.seed, self.game_ids, moves)
+        start = time.perf_counter()
+        output = plan(self.model, self.states, self.settings, keys=keys)
+        self.search_seconds += time.perf_counter() - start
+        self.simulations += self.num_games * self.settings.num_simulations
+        actions = self._choose(output, moves)
+        finished = []
+        for slot, action in enumerate(actions.tolist()):
+            state = self.states[slot]
+            record = self.partial[slot]
+            record["obs"].append(self.game.observation(state))
+            record["legal"].append(self.game.legal_mask(state))
+            record["policy"].append(output.action_weights[slot])
+            record["root_value"].append(output.root_value[slot])
+            record["to_play"].append(state.current_player())
+            record["actions"].append(action)
+            transition = self.game.apply(state, action)
+            self.states[slot] = transition.state
+            self.history[slot].append(action)
+            truncated = not transition.terminal and len(self.history[slot]) >= self.game.max_moves
+            if transition.terminal or truncated:
+                finished.append(self._trajectory(slot, truncated))
+                self._new_game(slot)
+        self.moves_played += self.num_games
+        self.games_finished += len(finished)
+        return finished
+
+    def _choose(self, output, moves: np.ndarray) -> np.ndarray:
+        if self.settings.policy == "gumbel":
+            return output.action.astype(np.int64)  # sequential halving's (noisy) choice
+        greedy = np.argmax(output.visit_counts, axis=1)
+        # The search sampled `action` from the visit distribution with per-root noise.
+        return np.where(moves < self.temperature_moves, output.action, greedy).astype(np.int64)
+
+    def _trajectory(self, slot: int, truncated: bool) -> Trajectory:
+        record = self.partial[slot]
+        state = self.states[slot]
+        returns = np.zeros(2, np.float32) if truncated else np.asarray(state.returns(), np.float32)
+        return Trajectory(
+            obs=np.stack(record["obs"]),
+            legal=np.stack(record["legal"]),
+            policy=np.stack(record["policy"]).astype(np.float32),
+            root_value=np.asarray(record["root_value"], np.float32),
+            to_play=np.asarray(record["to_play"], np.int64),
+            actions=np.asarray(record["actions"], np.int64),
+            returns=returns,
+            truncated=truncated,
+        )
+
+    def state_dict(self) -> dict:
+        partial = [
+            {
+                name: torch.from_numpy(np.asarray(values)) if values else torch.empty(0)
+                for name, values in record.items()
+            }
+            for record in self.partial
+        ]
+        return {
+            "next_game_id": self.next_game_id,
+            "game_ids": torch.from_numpy(self.game_ids.copy()),
+            "history": [list(h) for h in self.history],
+            "partial": partial,
+            "moves_played": self.moves_played,
+            "games_finished": self.games_finished,
+            "simulations": self.simulations,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if len(state["history"]) != self.num_games:
+            raise ValueError(
+                f"checkpoint's actor played {len(state['history'])} games at once; this run "
+                f"plays {self.num_games} (actor.num_games)"
+            )
+        self.next_game_id = int(state["next_game_id"])
+        self.game_ids = state["game_ids"].numpy().copy()
+        for slot, history in enumerate(state["history"]):
+            game_state = self.game.new_state()
+            for action in history:
+                game_state.apply_action(int(action))
+            self.states[slot] = game_state
+            self.history[slot] = [int(a) for a in history]
+            self.partial[slot] = {
+                name: list(values.numpy()) if len(history) else []
+                for name, values in state["partial"][slot].items()
+            }
+        self.moves_played = int(state["moves_played"])
+        self.games_finished = int(state["games_finished"])
+        self.simulations = int(state["simulations"])

@@ -1,0 +1,170 @@
+"""The embedded self-play loop: actors and learner in one process, with an exact replay ratio.
+
+Lightning drives training and pulls batches from this data module. Before handing out the batch
+for gradient step ``g`` the module plays until ``warmup_moves + ceil(g / replay_ratio)``
+environment moves have been made, so gradient steps per environment step are exactly the
+configured ratio (up to one batch of moves), whatever the speed of either side. Everything is
+seeded and sequential, so a run is reproducible from its seed. The actor searches with its own
+copy of the network, refreshed from the learner every ``sync_every`` gradient steps.
+
+The module's ``state_dict`` (replay, games in progress, RNG, counters) is saved inside every
+Lightning checkpoint, which is what lets a killed run resume.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+from games import BoardGame
+from mbrl.replay import ReplayBuffer
+from mbrl.replay.targets import alphazero_fields, alphazero_positions
+from mbrl.selfplay.actor import SelfPlayActor
+from mbrl.selfplay.game_model import GameModel
+from mbrl.selfplay.planner import SearchSettings
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    batch_size: int = 256
+    replay_ratio: float = 0.1  # gradient steps per environment move
+    warmup_moves: int = 1000  # moves played before the first gradient step
+    sync_every: int = 1  # gradient steps between actor weight refreshes
+    num_games: int = 64  # games played in lockstep (the search batch)
+    temperature_moves: int = 4  # sample from the search policy for this many moves per game
+
+    def __post_init__(self):
+        for name in ("batch_size", "sync_every", "num_games"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.replay_ratio > 0:
+            raise ValueError(f"replay_ratio must be > 0, got {self.replay_ratio}")
+        if self.warmup_moves < 0 or self.temperature_moves < 0:
+            raise ValueError("warmup_moves and temperature_moves must be >= 0")
+
+
+class _BatchStream(IterableDataset):
+    def __init__(self, source: SelfPlayDataModule):
+        self.source = source
+
+    def __iter__(self):
+        while True:
+            yield self.source.next_batch()
+
+
+class SelfPlayDataModule(L.LightningDataModule):
+    def __init__(
+        self,
+        game: BoardGame,
+        learner_network: torch.nn.Module,
+        search: SearchSettings,
+        loop: LoopSettings,
+        replay: ReplayBuffer,
+        *,
+        seed: int,
+    ):
+        super().__init__()
+        self.game, self.search, self.loop, self.replay = game, search, loop, replay
+        if set(replay.data) != set(alphazero_fields(game.obs_shape, game.num_actions)):
+            raise ValueError(f"replay fields {sorted(replay.data)} do not fit AlphaZero targets")
+        self.learner_network = learner_network
+        self.actor_network = copy.deepcopy(learner_network).eval().requires_grad_(False)
+        self.model = GameModel(game, self.actor_network)
+        self.actor = SelfPlayActor(
+            game,
+            self.model,
+            search,
+            num_games=loop.num_games,
+            temperature_moves=loop.temperature_moves,
+            seed=seed,
+        )
+        self.rng = np.random.default_rng(seed)
+        self.gradient_steps = 0
+        self.last_sync = 0
+        self.collect_seconds = 0.0
+        self.outcomes = np.zeros(3, np.int64)  # first player won, drew, lost (recent games)
+        self.game_lengths: list[int] = []
+
+    def train_dataloader(self):
+        return DataLoader(_BatchStream(self), batch_size=None, num_workers=0)
+
+    def moves_needed(self, gradient_steps: int) -> int:
+        return self.loop.warmup_moves + math.ceil(gradient_steps / self.loop.replay_ratio)
+
+    def next_batch(self) -> dict[str, torch.Tensor]:
+        self.gradient_steps += 1
+        needed = self.moves_needed(self.gradient_steps)
+        if self.actor.moves_played < needed or len(self.replay) == 0:
+            self._sync_weights()
+        while self.actor.moves_played < needed or len(self.replay) == 0:
+            self.collect()
+        sample = self.replay.sample(self.loop.batch_size, self.rng)
+        batch = {name: torch.from_numpy(values) for name, values in sample.fields.items()}
+        batch["weights"] = torch.from_numpy(sample.weights)
+        batch["indices"] = torch.from_numpy(sample.indices)
+        return batch
+
+    def _sync_weights(self) -> None:
+        if self.gradient_steps - self.last_sync >= self.loop.sync_every or self.last_sync == 0:
+            self.actor_network.load_state_dict(self.learner_network.state_dict())
+            self.last_sync = max(self.gradient_steps, 1)
+
+    def collect(self) -> None:
+        """One move in every game; finished games go to replay."""
+        start = time.perf_counter()
+        for trajectory in self.actor.step():
+            self.replay.add(alphazero_positions(trajectory))
+            first = trajectory.returns[0]
+            self.outcomes[0 if first > 0 else 1 if first == 0 else 2] += 1
+            self.game_lengths.append(len(trajectory.actions))
+        self.collect_seconds += time.perf_counter() - start
+
+    def update_priorities(self, indices: torch.Tensor, errors: torch.Tensor) -> None:
+        if self.replay.prioritized:
+            self.replay.update_priorities(indices.numpy(), errors.float().cpu().numpy())
+
+    def stats(self) -> dict[str, float]:
+        """Counters for logging since the last call (rates) and in total."""
+        actor = self.actor
+        out = {
+            "selfplay/moves": float(actor.moves_played),
+            "selfplay/games": float(actor.games_finished),
+            "selfplay/simulations": float(actor.simulations),
+            "replay/size": float(len(self.replay)),
+            "selfplay/collect_seconds": self.collect_seconds,
+            "selfplay/search_seconds": actor.search_seconds,
+            "selfplay/network_calls": float(self.model.network_calls),
+        }
+        if self.outcomes.sum():
+            total = self.outcomes.sum()
+            out["selfplay/first_player_win"] = self.outcomes[0] / total
+            out["selfplay/draw"] = self.outcomes[1] / total
+            out["selfplay/game_length"] = float(np.mean(self.game_lengths))
+            self.outcomes[:] = 0
+            self.game_lengths.clear()
+        return out
+
+    def state_dict(self) -> dict:
+        return {
+            "replay": self.replay.state_dict(),
+            "actor": self.actor.state_dict(),
+            "actor_network": self.actor_network.state_dict(),
+            "rng": self.rng.bit_generator.state,
+            "gradient_steps": self.gradient_steps,
+            "last_sync": self.last_sync,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.replay.load_state_dict(state["replay"])
+        self.actor.load_state_dict(state["actor"])
+        self.actor_network.load_state_dict(state["actor_network"])
+        self.rng.bit_generator.state = state["rng"]
+        self.gradient_steps = int(state["gradient_steps"])
+        self.last_sync = int(state["last_sync"])

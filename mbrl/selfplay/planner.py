@@ -1,0 +1,77 @@
+"""One batched search per move, configured once: PUCT (AlphaZero) or Gumbel (Gumbel AlphaZero)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import search
+from mbrl.selfplay.game_model import GameModel
+
+SEARCH_POLICIES = ("puct", "gumbel")
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    policy: str = "puct"
+    num_simulations: int = 32
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+    dirichlet_legal_only: bool = True
+    pb_c_init: float = 1.25
+    pb_c_base: float = 19652.0
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+
+    def __post_init__(self):
+        if self.policy not in SEARCH_POLICIES:
+            raise ValueError(f"search.policy must be one of {SEARCH_POLICIES}, got {self.policy!r}")
+        if self.num_simulations < 1:
+            raise ValueError(f"search.num_simulations must be >= 1, got {self.num_simulations}")
+
+
+def plan(
+    model: GameModel,
+    states: list,
+    settings: SearchSettings,
+    *,
+    keys: np.ndarray | int = 0,
+    deterministic: bool = False,
+) -> search.SearchOutput:
+    """Search from every state in ``states`` at once (none may be terminal)."""
+    root, legal = model.root(states)
+    common = dict(
+        num_simulations=settings.num_simulations,
+        legal_mask=legal,
+        seed=keys,
+        deterministic=deterministic,
+    )
+    if settings.policy == "gumbel":
+        return search.gumbel_muzero_policy(
+            root,
+            model.recurrent_fn,
+            max_num_considered_actions=settings.max_num_considered_actions,
+            gumbel_scale=settings.gumbel_scale,
+            **common,
+        )
+    return search.muzero_policy(
+        root,
+        model.recurrent_fn,
+        dirichlet_alpha=settings.dirichlet_alpha,
+        dirichlet_fraction=settings.dirichlet_fraction,
+        dirichlet_legal_only=settings.dirichlet_legal_only,
+        pb_c_init=settings.pb_c_init,
+        pb_c_base=settings.pb_c_base,
+        **common,
+    )
+
+
+def root_keys(seed: int, game_ids: np.ndarray, moves: np.ndarray) -> np.ndarray:
+    """Per-root search keys from (run seed, game number, move number): a game's noise does not
+    depend on which slot of the batch it occupies."""
+    # Arrays (not numpy scalars) so the wrapping multiplications raise no overflow warning.
+    base = np.full(len(game_ids), seed & 0xFFFFFFFFFFFFFFFF, np.uint64) * np.uint64(_GOLDEN)
+    keys = base ^ (np.asarray(game_ids, np.uint64) * np.uint64(0xBF58476D1CE4E5B9))
+    return keys ^ (np.asarray(moves, np.uint64) * np.uint64(0x94D049BB133111EB))

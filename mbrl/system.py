@@ -1,0 +1,118 @@
+"""The one LightningModule: injected networks, pure losses, optimizer and schedule from config.
+
+``training_step`` takes a replay batch and returns the loss plus new priorities; it never steps
+an environment. AlphaZero trains ``f(obs)`` on (policy target, value target) with K = 0;
+MuZero's K-step unroll plugs in as another ``unroll`` function over the same batch layout and
+losses, and the LLM bridge's sparse candidate targets as another policy loss.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import lightning as L
+import torch
+
+from mbrl import losses
+
+OPTIMIZERS = ("adam", "adamw", "sgd")
+SCHEDULES = ("constant", "cosine", "step")
+
+
+@dataclass(frozen=True)
+class OptimSettings:
+    optimizer: str = "adamw"
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    momentum: float = 0.9  # sgd only
+    schedule: str = "constant"
+    warmup_steps: int = 0
+    total_steps: int = 1000  # cosine: decays to lr * min_lr_ratio by then
+    min_lr_ratio: float = 0.1
+    step_every: int = 1000  # step: multiply by gamma every so many steps
+    gamma: float = 0.1
+    grad_clip: float = 5.0
+
+    def __post_init__(self):
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optim.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"optim.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if not self.lr > 0:
+            raise ValueError(f"optim.lr must be > 0, got {self.lr}")
+
+
+@dataclass(frozen=True)
+class LossWeights:
+    policy: float = 1.0
+    value: float = 1.0
+
+
+def lr_factor(step: int, settings: OptimSettings) -> float:
+    """The schedule as a pure function of the step (linear warm-up, then the schedule)."""
+    if step < settings.warmup_steps:
+        return (step + 1) / settings.warmup_steps
+    if settings.schedule == "cosine":
+        progress = min(1.0, (step - settings.warmup_steps) / max(1, settings.total_steps))
+        low = settings.min_lr_ratio
+        return low + (1 - low) * 0.5 * (1 + math.cos(math.pi * progress))
+    if settings.schedule == "step":
+        return settings.gamma ** (step // settings.step_every)
+    return 1.0
+
+
+class System(L.LightningModule):
+    """AlphaZero's learner (K = 0): policy cross-entropy to the search target + value MSE."""
+
+    def __init__(
+        self,
+        network: torch.nn.Module,
+        optim: OptimSettings,
+        loss_weights: LossWeights = LossWeights(),
+    ):
+        super().__init__()
+        self.network = network
+        self.optim = optim
+        self.loss_weights = loss_weights
+
+    def forward(self, obs: torch.Tensor):
+        return self.network(obs)
+
+    def compute_loss(self, batch: dict[str, torch.Tensor]):
+        output = self.network(batch["obs"])
+        weights = batch.get("weights")
+        policy = losses.policy_cross_entropy(
+            output.logits, batch["policy"], batch["legal"], weights
+        )
+        value = losses.value_mse(output.value, batch["value"], weights)
+        loss = self.loss_weights.policy * policy.loss + self.loss_weights.value * value.loss
+        return loss, value.per_sample, {**policy.metrics, **value.metrics, "loss": loss.detach()}
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int):
+        loss, errors, metrics = self.compute_loss(batch)
+        self.log_dict({f"train/{k}": v for k, v in metrics.items()}, batch_size=len(errors))
+        self.log("train/lr", self.optimizers().param_groups[0]["lr"], batch_size=len(errors))
+        return {"loss": loss, "priorities": errors}
+
+    def configure_optimizers(self):
+        params = self.network.parameters()
+        settings = self.optim
+        if settings.optimizer == "sgd":
+            optimizer = torch.optim.SGD(
+                params,
+                settings.lr,
+                momentum=settings.momentum,
+                weight_decay=settings.weight_decay,
+            )
+        elif settings.optimizer == "adam":
+            optimizer = torch.optim.Adam(params, settings.lr, weight_decay=settings.weight_decay)
+        else:
+            optimizer = torch.optim.AdamW(params, settings.lr, weight_decay=settings.weight_decay)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: lr_factor(step, settings)
+        )
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
+        }

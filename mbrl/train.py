@@ -1,0 +1,210 @@
+"""``train(cfg)``: build every part from a ``TrainConfig`` and run the embedded loop.
+
+Re-running the same command resumes from the run directory's last checkpoint. A run directory
+that holds a different experiment is refused (or cleared with ``overwrite=true``), never
+silently mixed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import shutil
+from pathlib import Path
+
+import lightning as L
+from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.loggers import TensorBoardLogger
+
+from games import BoardGame
+from mbrl.callbacks import EvaluationCallback, SelfPlayMonitor
+from mbrl.checkpoint import METADATA_KEY, AtomicCheckpointIO
+from mbrl.config import ALGORITHMS, RESUMABLE_CHANGES, TrainConfig
+from mbrl.networks import AlphaZeroNet
+from mbrl.replay import ReplayBuffer
+from mbrl.replay.targets import alphazero_fields
+from mbrl.selfplay.embedded import LoopSettings, SelfPlayDataModule
+from mbrl.selfplay.planner import SearchSettings
+from mbrl.system import OptimSettings, System
+
+EXPERIMENT_FILE = "experiment.json"
+
+
+def search_settings(cfg: TrainConfig) -> SearchSettings:
+    fields = {f.name for f in dataclasses.fields(SearchSettings)}
+    return SearchSettings(
+        **{k: v for k, v in dataclasses.asdict(cfg.search).items() if k in fields}
+    )
+
+
+def build_network(game: BoardGame, model_cfg) -> AlphaZeroNet:
+    return AlphaZeroNet(
+        game.obs_shape,
+        game.num_actions,
+        channels=model_cfg.channels,
+        blocks=model_cfg.blocks,
+        value_hidden=model_cfg.value_hidden,
+    )
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and key != "params":
+            flat.update(_flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _identity(cfg: TrainConfig) -> dict:
+    """The settings that define an experiment (everything a resume may not change)."""
+    flat = _flatten(dataclasses.asdict(cfg))
+    return {
+        k: v
+        for k, v in flat.items()
+        if not any(k == c or k.startswith(f"{c}.") for c in RESUMABLE_CHANGES)
+    }
+
+
+def claim_run_dir(cfg: TrainConfig) -> Path:
+    """Create or re-enter ``cfg.run_dir``; refuse one that holds another experiment."""
+    run_dir = Path(cfg.run_dir)
+    marker = run_dir / EXPERIMENT_FILE
+    identity = _identity(cfg)
+    if marker.exists():
+        saved = json.loads(marker.read_text())
+        if saved != identity:
+            if not cfg.overwrite:
+                changed = sorted(
+                    k for k in saved.keys() | identity.keys() if saved.get(k) != identity.get(k)
+                )
+                details = ", ".join(
+                    f"{k}: {saved.get(k)!r} -> {identity.get(k)!r}" for k in changed
+                )
+                raise ValueError(
+                    f"run directory {run_dir} holds another experiment ({details}). Choose "
+                    f"another run_dir=..., or pass overwrite=true to delete it and start afresh."
+                )
+            for child in ("checkpoints", "tb", "eval.jsonl", EXPERIMENT_FILE):
+                path = run_dir / child
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(identity, indent=1, sort_keys=True))
+    return run_dir
+
+
+def validate(cfg: TrainConfig) -> None:
+    if cfg.algo.name not in ALGORITHMS:
+        raise ValueError(f"algo.name must be one of {ALGORITHMS}, got {cfg.algo.name!r}")
+    expected = "gumbel" if cfg.algo.name == "gumbel_alphazero" else "puct"
+    if cfg.search.policy != expected:
+        raise ValueError(
+            f"algo {cfg.algo.name} searches with search.policy={expected}, got "
+            f"{cfg.search.policy!r}"
+        )
+
+
+class _System(System):
+    """Adds what eval and play need to rebuild the agent to every checkpoint."""
+
+    def __init__(self, *args, metadata: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.metadata = metadata
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint[METADATA_KEY] = self.metadata
+
+
+def train(cfg: TrainConfig) -> dict:
+    """Train; returns a summary (steps, wall time, last evaluation)."""
+    validate(cfg)
+    run_dir = claim_run_dir(cfg)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    game = BoardGame(cfg.game.name, cfg.game.params, max_moves=cfg.game.max_moves)
+    network = build_network(game, cfg.model)
+    settings = search_settings(cfg)
+    optim = OptimSettings(**dataclasses.asdict(cfg.optim))
+    metadata = {
+        "game": game.spec,
+        "model": dataclasses.asdict(cfg.model),
+        "search": dataclasses.asdict(settings),
+        "algo": cfg.algo.name,
+        "config": dataclasses.asdict(cfg),
+    }
+    system = _System(network, optim, metadata=metadata)
+    replay = ReplayBuffer(
+        cfg.replay.capacity,
+        alphazero_fields(game.obs_shape, game.num_actions),
+        prioritized=cfg.replay.prioritized,
+        alpha=cfg.replay.alpha,
+        beta=cfg.replay.beta,
+    )
+    t = cfg.trainer
+    loop = LoopSettings(
+        batch_size=t.batch_size,
+        replay_ratio=t.replay_ratio,
+        warmup_moves=t.warmup_moves,
+        sync_every=t.sync_every,
+        num_games=t.num_games,
+        temperature_moves=t.temperature_moves,
+    )
+    data = SelfPlayDataModule(game, network, settings, loop, replay, seed=cfg.seed)
+    evaluation = EvaluationCallback(
+        game,
+        settings,
+        every=cfg.eval.every,
+        games=cfg.eval.games,
+        opponents=list(cfg.eval.opponents),
+        simulations=cfg.eval.simulations,
+        elo_pool=cfg.eval.elo_pool,
+        elo_games=cfg.eval.elo_games,
+        optimality=cfg.eval.optimality,
+        stop_when_perfect=cfg.eval.stop_when_perfect,
+        run_dir=run_dir,
+        seed=cfg.seed,
+    )
+    checkpoints = ModelCheckpoint(
+        dirpath=run_dir / "checkpoints",
+        filename="step{step:06d}",
+        auto_insert_metric_name=False,
+        every_n_train_steps=t.checkpoint_every,
+        save_top_k=-1,
+        save_last=True,
+    )
+    callbacks = [SelfPlayMonitor(t.log_every), evaluation, checkpoints]
+    if t.progress_bar:
+        callbacks.append(TQDMProgressBar(refresh_rate=max(1, t.log_every)))
+    logger = TensorBoardLogger(run_dir, name="tb", version="") if cfg.logger.tensorboard else False
+    trainer = L.Trainer(
+        max_steps=t.max_steps,
+        max_time=datetime.timedelta(minutes=t.max_minutes) if t.max_minutes > 0 else None,
+        accelerator=t.accelerator,
+        devices=1,
+        logger=logger,
+        callbacks=callbacks,
+        plugins=[AtomicCheckpointIO()],
+        gradient_clip_val=optim.grad_clip or None,
+        log_every_n_steps=max(1, t.log_every),
+        enable_progress_bar=t.progress_bar,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        deterministic=False,
+    )
+    last = run_dir / "checkpoints" / "last.ckpt"
+    resume = str(last) if cfg.resume and last.exists() else None
+    trainer.fit(system, datamodule=data, ckpt_path=resume)
+    trainer.save_checkpoint(last)
+    return {
+        "run_dir": str(run_dir),
+        "steps": trainer.global_step,
+        "train_seconds": evaluation.train_seconds,
+        "perfect_at": evaluation.perfect_at,
+        "resumed_from": resume,
+    }
