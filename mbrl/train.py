@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import lightning as L
@@ -199,7 +200,9 @@ def train(cfg: TrainConfig) -> dict:
     )
     last = run_dir / "checkpoints" / "last.ckpt"
     resume = str(last) if cfg.resume and last.exists() else None
-    trainer.fit(system, datamodule=data, ckpt_path=resume)
+    with warnings.catch_warnings():  # resuming into our own checkpoint directory is the point
+        warnings.filterwarnings("ignore", message="Checkpoint directory .* exists and is not empty")
+        trainer.fit(system, datamodule=data, ckpt_path=resume)
     trainer.save_checkpoint(last)
     return {
         "run_dir": str(run_dir),

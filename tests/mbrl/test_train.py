@@ -1,0 +1,127 @@
+"""The embedded training loop end to end on tiny configs: it learns, checkpoints, resumes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from mbrl.checkpoint import load_checkpoint
+from mbrl.loading import load_agent
+from mbrl.train import train
+
+
+def scalars(run_dir: Path, tag: str) -> list[float]:
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return [event.value for event in events.Scalars(tag)]
+
+
+def test_loss_falls(tiny_config, tmp_path):
+    cfg = tiny_config(
+        f"run_dir={tmp_path}", "trainer.max_steps=80", "optim.lr=0.01", "trainer.log_every=4"
+    )
+    train(cfg)
+    losses = scalars(tmp_path, "train/loss")
+    assert len(losses) >= 10
+    assert sum(losses[-4:]) / 4 < 0.8 * sum(losses[:4]) / 4, losses
+    assert scalars(tmp_path, "replay/size")[-1] > 0
+    assert scalars(tmp_path, "selfplay/simulations_per_s")[-1] > 0
+
+
+def test_same_seed_same_weights(tiny_config, tmp_path):
+    weights = []
+    for name in ("a", "b"):
+        run_dir = tmp_path / name
+        train(tiny_config(f"run_dir={run_dir}", "trainer.max_steps=8"))
+        weights.append(load_checkpoint(run_dir)["state_dict"])
+    for key in weights[0]:
+        torch.testing.assert_close(weights[0][key], weights[1][key], rtol=0, atol=0)
+
+
+def test_checkpoint_holds_everything_to_resume(trained_run):
+    run_dir, summary = trained_run
+    checkpoint = load_checkpoint(run_dir)
+    assert checkpoint["global_step"] == summary["steps"] == 20
+    assert checkpoint["optimizer_states"] and checkpoint["lr_schedulers"]
+    data = checkpoint["SelfPlayDataModule"]
+    assert data["replay"]["size"] > 0 and data["gradient_steps"] >= 20
+    assert data["actor"]["moves_played"] >= 32 and "rng" in data
+    loaded = load_agent(run_dir)
+    for key, value in loaded.network.state_dict().items():
+        torch.testing.assert_close(value, checkpoint["state_dict"][f"network.{key}"])
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("*.ckpt")) == [
+        "last.ckpt",
+        "step000010.ckpt",
+        "step000020.ckpt",
+    ]
+    assert not list((run_dir / "checkpoints").glob("*.tmp"))
+
+
+def test_rerunning_a_finished_run_resumes_without_training_again(tiny_config, trained_run):
+    run_dir, _ = trained_run
+    summary = train(tiny_config(f"run_dir={run_dir}", "eval.opponents=[random]"))
+    assert summary["resumed_from"] and summary["steps"] == 20
+
+
+def test_a_run_dir_holding_another_experiment_is_refused(tiny_config, trained_run):
+    run_dir, _ = trained_run
+    with pytest.raises(ValueError, match=r"another experiment \(model.channels: 8 -> 16"):
+        train(tiny_config(f"run_dir={run_dir}", "model.channels=16"))
+
+
+def test_overwrite_starts_afresh(tiny_config, tmp_path):
+    train(tiny_config(f"run_dir={tmp_path}", "trainer.max_steps=4"))
+    summary = train(
+        tiny_config(f"run_dir={tmp_path}", "trainer.max_steps=4", "seed=1", "overwrite=true")
+    )
+    assert summary["resumed_from"] is None
+    assert json.loads((tmp_path / "experiment.json").read_text())["seed"] == 1
+
+
+def test_a_killed_run_resumes_when_the_same_command_is_rerun(tmp_path):
+    command = [
+        sys.executable,
+        "-m",
+        "mbrl.cli.train",
+        "debug=tiny",
+        f"run_dir={tmp_path}",
+        "trainer.max_steps=100000",
+        "trainer.checkpoint_every=5",
+    ]
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "checkpoints" / "step000010.ckpt").exists():
+            assert process.poll() is None and time.monotonic() < deadline, "no checkpoint"
+            time.sleep(0.1)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    killed_at = load_checkpoint(tmp_path)["global_step"]
+    assert killed_at >= 10
+    result = subprocess.run(
+        [*command[:-2], "trainer.max_steps=30", "trainer.checkpoint_every=5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert '"resumed_from"' in result.stdout and "last.ckpt" in result.stdout
+    resumed = load_checkpoint(tmp_path)
+    assert resumed["global_step"] == 30
+    assert resumed["SelfPlayDataModule"]["gradient_steps"] >= 30
