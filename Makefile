@@ -7,7 +7,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all lint format bench bench-quick clean
+.PHONY: setup demo search-demo test test-slow test-all lint format bench bench-quick bench-learning clean
 
 setup: $(STAMP)
 
@@ -18,7 +18,11 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
-demo: setup  ## search demonstration: the speed table against the peers and the reference
+demo: setup  ## AlphaZero learns tic-tac-toe to perfect play (about 2 minutes), then is evaluated
+	$(BIN)/mbrl-train experiment=tictactoe run_dir=runs/demo overwrite=true
+	$(BIN)/mbrl-eval checkpoint=runs/demo "opponents=[minimax,mcts:100,lookahead,random]" games=200
+
+search-demo: setup  ## the search speed table against the peers and the pure-Python reference
 	$(BIN)/python -m benchmarks.search_speed --quick --models tabular,table,conv --budget 0.5
 
 test: setup  ## lint + the default (fast) test suite; what CI runs
@@ -45,6 +49,10 @@ bench: setup  ## the full speed grid of issue #2 (long)
 bench-quick: setup
 	$(BIN)/python -m benchmarks.search_speed --quick
 
+bench-learning: setup  ## tic-tac-toe time to perfect play (3 seeds), then selfplay throughput
+	$(BIN)/python -m benchmarks.tictactoe
+	$(BIN)/python -m benchmarks.selfplay_throughput
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis outputs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -108,7 +108,7 @@ class TrainConfig:
     seed: int = 0
     run_dir: str = "runs/default"
     resume: bool = True  # continue from run_dir's last checkpoint when there is one
-    overwrite: bool = False  # start afresh in a run_dir that holds another experiment
+    overwrite: bool = False  # delete run_dir's checkpoints, logs and evaluations; start afresh
     game: GameConfig = field(default_factory=GameConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     model: ModelConfig = field(default_factory=ModelConfig)

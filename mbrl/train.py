@@ -75,26 +75,24 @@ def claim_run_dir(cfg: TrainConfig) -> Path:
     run_dir = Path(cfg.run_dir)
     marker = run_dir / EXPERIMENT_FILE
     identity = _identity(cfg)
-    if marker.exists():
+    if marker.exists() and not cfg.overwrite:
         saved = json.loads(marker.read_text())
-        if saved != identity:
-            if not cfg.overwrite:
-                changed = sorted(
-                    k for k in saved.keys() | identity.keys() if saved.get(k) != identity.get(k)
-                )
-                details = ", ".join(
-                    f"{k}: {saved.get(k)!r} -> {identity.get(k)!r}" for k in changed
-                )
-                raise ValueError(
-                    f"run directory {run_dir} holds another experiment ({details}). Choose "
-                    f"another run_dir=..., or pass overwrite=true to delete it and start afresh."
-                )
-            for child in ("checkpoints", "tb", "eval.jsonl", EXPERIMENT_FILE):
-                path = run_dir / child
-                if path.is_dir():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink(missing_ok=True)
+        changed = sorted(
+            k for k in saved.keys() | identity.keys() if saved.get(k) != identity.get(k)
+        )
+        if changed:
+            details = ", ".join(f"{k}: {saved.get(k)!r} -> {identity.get(k)!r}" for k in changed)
+            raise ValueError(
+                f"run directory {run_dir} holds another experiment ({details}). Choose another "
+                f"run_dir=..., or pass overwrite=true to delete it and start afresh."
+            )
+    if cfg.overwrite:
+        for child in ("checkpoints", "tb", "eval.jsonl", "eval_results.json", EXPERIMENT_FILE):
+            path = run_dir / child
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps(identity, indent=1, sort_keys=True))
     return run_dir
