@@ -80,6 +80,7 @@ class TrainerConfig:
     sync_every: int = 1
     num_games: int = 64  # self-play games in lockstep
     temperature_moves: int = 4
+    resign_threshold: float = -1.0  # resign below this search value; -1 = off (the default)
     checkpoint_every: int = 200
     log_every: int = 20
     accelerator: str = "cpu"

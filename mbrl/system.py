@@ -1,20 +1,21 @@
-"""The one LightningModule: injected networks, pure losses, optimizer and schedule from config.
+"""The one LightningModule: an injected network and objective, optimizer and schedule from config.
 
 ``training_step`` takes a replay batch and returns the loss plus new priorities; it never steps
-an environment. AlphaZero trains ``f(obs)`` on (policy target, value target) with K = 0;
-MuZero's K-step unroll plugs in as another ``unroll`` function over the same batch layout and
-losses, and the LLM bridge's sparse candidate targets as another policy loss.
+an environment. What is optimised lives in ``mbrl.objectives`` (AlphaZero's K = 0 today; MuZero's
+K-step unroll and the LLM bridge's sparse targets are further objectives), so this module does
+not change when an algorithm is added.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import lightning as L
 import torch
 
-from mbrl import losses
+from mbrl.checkpoint import METADATA_KEY
 
 OPTIMIZERS = ("adam", "adamw", "sgd")
 SCHEDULES = ("constant", "cosine", "step")
@@ -43,12 +44,6 @@ class OptimSettings:
             raise ValueError(f"optim.lr must be > 0, got {self.lr}")
 
 
-@dataclass(frozen=True)
-class LossWeights:
-    policy: float = 1.0
-    value: float = 1.0
-
-
 def lr_factor(step: int, settings: OptimSettings) -> float:
     """The schedule as a pure function of the step (linear warm-up, then the schedule)."""
     if step < settings.warmup_steps:
@@ -63,37 +58,37 @@ def lr_factor(step: int, settings: OptimSettings) -> float:
 
 
 class System(L.LightningModule):
-    """AlphaZero's learner (K = 0): policy cross-entropy to the search target + value MSE."""
+    """The learner: one objective over replay batches, one optimizer and schedule.
+
+    ``metadata`` (what eval and play need to rebuild the agent: game, network sizes, search
+    settings, the config) is written into every checkpoint under ``"mbrl"``.
+    """
 
     def __init__(
         self,
         network: torch.nn.Module,
+        objective: Callable,
         optim: OptimSettings,
-        loss_weights: LossWeights = LossWeights(),
+        *,
+        metadata: dict | None = None,
     ):
         super().__init__()
         self.network = network
+        self.objective = objective
         self.optim = optim
-        self.loss_weights = loss_weights
+        self.metadata = metadata or {}
 
     def forward(self, obs: torch.Tensor):
         return self.network(obs)
 
-    def compute_loss(self, batch: dict[str, torch.Tensor]):
-        output = self.network(batch["obs"])
-        weights = batch.get("weights")
-        policy = losses.policy_cross_entropy(
-            output.logits, batch["policy"], batch["legal"], weights
-        )
-        value = losses.value_mse(output.value, batch["value"], weights)
-        loss = self.loss_weights.policy * policy.loss + self.loss_weights.value * value.loss
-        return loss, value.per_sample, {**policy.metrics, **value.metrics, "loss": loss.detach()}
-
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int):
-        loss, errors, metrics = self.compute_loss(batch)
+        loss, errors, metrics = self.objective(self.network, batch)
         self.log_dict({f"train/{k}": v for k, v in metrics.items()}, batch_size=len(errors))
         self.log("train/lr", self.optimizers().param_groups[0]["lr"], batch_size=len(errors))
         return {"loss": loss, "priorities": errors}
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint[METADATA_KEY] = self.metadata
 
     def configure_optimizers(self):
         params = self.network.parameters()

@@ -20,9 +20,10 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from games import BoardGame
 from mbrl.callbacks import EvaluationCallback, SelfPlayMonitor
-from mbrl.checkpoint import METADATA_KEY, AtomicCheckpointIO
+from mbrl.checkpoint import AtomicCheckpointIO
 from mbrl.config import ALGORITHMS, RESUMABLE_CHANGES, TrainConfig
 from mbrl.networks import AlphaZeroNet
+from mbrl.objectives import AlphaZeroObjective
 from mbrl.replay import ReplayBuffer
 from mbrl.replay.targets import alphazero_fields
 from mbrl.selfplay.embedded import LoopSettings, SelfPlayDataModule
@@ -109,17 +110,6 @@ def validate(cfg: TrainConfig) -> None:
         )
 
 
-class _System(System):
-    """Adds what eval and play need to rebuild the agent to every checkpoint."""
-
-    def __init__(self, *args, metadata: dict, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.metadata = metadata
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint[METADATA_KEY] = self.metadata
-
-
 def train(cfg: TrainConfig) -> dict:
     """Train; returns a summary (steps, wall time, last evaluation)."""
     validate(cfg)
@@ -136,7 +126,7 @@ def train(cfg: TrainConfig) -> dict:
         "algo": cfg.algo.name,
         "config": dataclasses.asdict(cfg),
     }
-    system = _System(network, optim, metadata=metadata)
+    system = System(network, AlphaZeroObjective(), optim, metadata=metadata)
     replay = ReplayBuffer(
         cfg.replay.capacity,
         alphazero_fields(game.obs_shape, game.num_actions),
@@ -152,6 +142,7 @@ def train(cfg: TrainConfig) -> dict:
         sync_every=t.sync_every,
         num_games=t.num_games,
         temperature_moves=t.temperature_moves,
+        resign_threshold=t.resign_threshold,
     )
     data = SelfPlayDataModule(game, network, settings, loop, replay, seed=cfg.seed)
     evaluation = EvaluationCallback(

@@ -4,7 +4,7 @@ Each call to ``step`` makes one move in every game (B environment steps). A game
 handed out as a ``Trajectory`` and its slot starts a new game at once, so every step is a full
 batch. Move selection follows AlphaZero: sample from the search's policy for the first
 ``temperature_moves`` moves of a game, then play the most visited action; Gumbel search plays
-the action its sequential halving chose. The actor's state (games in progress as move lists,
+the action its sequential halving chose. Resignation is off unless a threshold is set. The actor's state (games in progress as move lists,
 partial trajectories, counters) round-trips through ``state_dict`` so a resumed run continues
 the same games.
 """
@@ -34,6 +34,8 @@ class SelfPlayActor:
         num_games: int,
         temperature_moves: int,
         seed: int,
+        resign_threshold: float = -1.0,
+        no_resign_every: int = 10,
     ):
         if num_games < 1:
             raise ValueError(f"actor.num_games must be >= 1, got {num_games}")
@@ -41,6 +43,14 @@ class SelfPlayActor:
         self.num_games = num_games
         self.temperature_moves = temperature_moves
         self.seed = seed
+        # AlphaZero's resignation (off at -1): a player whose search values its position below
+        # the threshold gives up, except in every `no_resign_every`-th game, which is played out
+        # so that `resigned_wrongly` counts how often resigning would have been a mistake.
+        self.resign_threshold = resign_threshold
+        self.no_resign_every = max(1, no_resign_every)
+        self.resignations = 0
+        self.resigned_wrongly = 0
+        self._would_resign: dict[int, int] = {}  # slot -> player, in played-out games
         self.next_game_id = 0
         self.game_ids = np.zeros(num_games, np.int64)
         self.states: list = [None] * num_games
@@ -61,7 +71,7 @@ class SelfPlayActor:
         self.partial[slot] = {name: [] for name in _FIELDS}
 
     def step(self) -> list[Trajectory]:
-        """One move in every game; returns the games that finished."""
+        """One move in every game (or a resignation); returns the games that finished."""
         moves = np.array([len(h) for h in self.history])
         keys = root_keys(self.seed, self.game_ids, moves)
         start = time.perf_counter()
@@ -70,8 +80,15 @@ class SelfPlayActor:
         self.simulations += self.num_games * self.settings.num_simulations
         actions = self._choose(output, moves)
         finished = []
+        made = 0
         for slot, action in enumerate(actions.tolist()):
             state = self.states[slot]
+            if self._resigns(slot, state, output.root_value[slot]):
+                finished.append(
+                    self._trajectory(slot, truncated=False, loser=state.current_player())
+                )
+                self._new_game(slot)
+                continue
             record = self.partial[slot]
             record["obs"].append(self.game.observation(state))
             record["legal"].append(self.game.legal_mask(state))
@@ -80,13 +97,15 @@ class SelfPlayActor:
             record["to_play"].append(state.current_player())
             record["actions"].append(action)
             transition = self.game.apply(state, action)
+            made += 1
             self.states[slot] = transition.state
             self.history[slot].append(action)
             truncated = not transition.terminal and len(self.history[slot]) >= self.game.max_moves
             if transition.terminal or truncated:
                 finished.append(self._trajectory(slot, truncated))
+                self._count_wrong_resignation(slot, transition.state, truncated)
                 self._new_game(slot)
-        self.moves_played += self.num_games
+        self.moves_played += made
         self.games_finished += len(finished)
         return finished
 
@@ -97,10 +116,32 @@ class SelfPlayActor:
         # The search sampled `action` from the visit distribution with per-root noise.
         return np.where(moves < self.temperature_moves, output.action, greedy).astype(np.int64)
 
-    def _trajectory(self, slot: int, truncated: bool) -> Trajectory:
+    def _resigns(self, slot: int, state, root_value: float) -> bool:
+        if self.resign_threshold <= -1.0 or root_value >= self.resign_threshold:
+            return False
+        if not self.history[slot]:  # keep at least one position per game
+            return False
+        if self.game_ids[slot] % self.no_resign_every == 0:  # played out to check
+            self._would_resign.setdefault(slot, state.current_player())
+            return False
+        self.resignations += 1
+        return True
+
+    def _count_wrong_resignation(self, slot: int, state, truncated: bool) -> None:
+        player = self._would_resign.pop(slot, None)
+        if player is not None and (truncated or state.returns()[player] >= 0):
+            self.resigned_wrongly += 1
+
+    def _trajectory(self, slot: int, truncated: bool, loser: int | None = None) -> Trajectory:
         record = self.partial[slot]
         state = self.states[slot]
-        returns = np.zeros(2, np.float32) if truncated else np.asarray(state.returns(), np.float32)
+        if loser is not None:  # resigned
+            returns = np.ones(2, np.float32)
+            returns[loser] = -1.0
+        elif truncated:
+            returns = np.zeros(2, np.float32)
+        else:
+            returns = np.asarray(state.returns(), np.float32)
         return Trajectory(
             obs=np.stack(record["obs"]),
             legal=np.stack(record["legal"]),
@@ -128,6 +169,8 @@ class SelfPlayActor:
             "moves_played": self.moves_played,
             "games_finished": self.games_finished,
             "simulations": self.simulations,
+            "resignations": self.resignations,
+            "resigned_wrongly": self.resigned_wrongly,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -151,3 +194,5 @@ class SelfPlayActor:
         self.moves_played = int(state["moves_played"])
         self.games_finished = int(state["games_finished"])
         self.simulations = int(state["simulations"])
+        self.resignations = int(state.get("resignations", 0))
+        self.resigned_wrongly = int(state.get("resigned_wrongly", 0))

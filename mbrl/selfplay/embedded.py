@@ -39,6 +39,7 @@ class LoopSettings:
     sync_every: int = 1  # gradient steps between actor weight refreshes
     num_games: int = 64  # games played in lockstep (the search batch)
     temperature_moves: int = 4  # sample from the search policy for this many moves per game
+    resign_threshold: float = -1.0  # resign below this root value; -1 = never (the default)
 
     def __post_init__(self):
         for name in ("batch_size", "sync_every", "num_games"):
@@ -84,6 +85,7 @@ class SelfPlayDataModule(L.LightningDataModule):
             num_games=loop.num_games,
             temperature_moves=loop.temperature_moves,
             seed=seed,
+            resign_threshold=loop.resign_threshold,
         )
         self.rng = np.random.default_rng(seed)
         self.gradient_steps = 0
@@ -141,6 +143,8 @@ class SelfPlayDataModule(L.LightningDataModule):
             "selfplay/collect_seconds": self.collect_seconds,
             "selfplay/search_seconds": actor.search_seconds,
             "selfplay/network_calls": float(self.model.network_calls),
+            "selfplay/resignations": float(actor.resignations),
+            "selfplay/resigned_wrongly": float(actor.resigned_wrongly),
         }
         if self.outcomes.sum():
             total = self.outcomes.sum()

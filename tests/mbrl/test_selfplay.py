@@ -76,3 +76,24 @@ def test_a_games_noise_does_not_depend_on_the_batch_size():
     for _ in range(3):
         small.step(), large.step()
     assert small.history == large.history[:2]
+
+
+def test_resignation_is_off_by_default_and_ends_games_when_set():
+    assert actor().resign_threshold == -1.0
+    settings = SearchSettings(num_simulations=8)
+    resigning = SelfPlayActor(
+        GAME,
+        GameModel(GAME, network()),
+        settings,
+        num_games=4,
+        temperature_moves=3,
+        seed=0,
+        resign_threshold=0.99,
+    )
+    finished = []
+    for _ in range(3):
+        finished += resigning.step()
+    resigned = [t for t in finished if len(t.actions) <= 2]
+    assert resigning.resignations > 0 and resigned
+    for trajectory in resigned:
+        assert sorted(trajectory.returns.tolist()) == [-1.0, 1.0]
