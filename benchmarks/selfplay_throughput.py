@@ -31,7 +31,7 @@ class TimedModel(GameModel):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.network_seconds = 0.0
-        self.recurrent_seconds = 0.0
+        self.model_seconds = 0.0  # root + recurrent calls: rules and network
 
     def evaluate(self, obs):
         start = time.perf_counter()
@@ -39,10 +39,16 @@ class TimedModel(GameModel):
         self.network_seconds += time.perf_counter() - start
         return result
 
+    def root(self, states):
+        start = time.perf_counter()
+        result = super().root(states)
+        self.model_seconds += time.perf_counter() - start
+        return result
+
     def recurrent_fn(self, states, actions):
         start = time.perf_counter()
         result = super().recurrent_fn(states, actions)
-        self.recurrent_seconds += time.perf_counter() - start
+        self.model_seconds += time.perf_counter() - start
         return result
 
 
@@ -61,13 +67,13 @@ def measure(name: str, policy: str, sims: int, batch: int, steps: int) -> dict:
         seed=0,
     )
     actor.step()  # compile and warm up
-    model.network_seconds = model.recurrent_seconds = actor.search_seconds = 0.0
+    model.network_seconds = model.model_seconds = actor.search_seconds = 0.0
     start = time.perf_counter()
     for _ in range(steps):
         actor.step()
     wall = time.perf_counter() - start
-    rules = model.recurrent_seconds - model.network_seconds  # the root's rules are small
-    search = actor.search_seconds - model.recurrent_seconds
+    rules = model.model_seconds - model.network_seconds
+    search = actor.search_seconds - model.model_seconds
     return {
         "game": name,
         "policy": policy,

@@ -48,7 +48,7 @@ def main() -> None:
                 last["train_seconds"],
                 wall,
                 last["minimax"]["losses"],
-                last["policy_optimal"],
+                last.get("policy_optimal", float("nan")),
             )
         )
     print(

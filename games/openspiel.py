@@ -48,10 +48,7 @@ def _check_game_class(name: str, game: pyspiel.Game) -> None:
         reasons.append("it has chance nodes (a deterministic game is needed)")
     if kind.information != pyspiel.GameType.Information.PERFECT_INFORMATION:
         reasons.append("it has hidden information (perfect information is needed)")
-    if kind.utility not in (
-        pyspiel.GameType.Utility.ZERO_SUM,
-        pyspiel.GameType.Utility.CONSTANT_SUM,
-    ):
+    if kind.utility != pyspiel.GameType.Utility.ZERO_SUM:  # the -1 discount assumes it
         reasons.append(f"its utility is {kind.utility.name} (zero-sum is needed)")
     if not kind.provides_observation_tensor:
         reasons.append("it provides no observation tensor")
@@ -83,6 +80,8 @@ class BoardGame:
         self.game = _load(name, self.params)
         _check_game_class(name, self.game)
         self.num_actions = int(self.game.num_distinct_actions())
+        if max_moves < 0:
+            raise ValueError(f"max_moves must be >= 0 (0 = the game's own limit), got {max_moves}")
         self.max_moves = int(max_moves) or int(self.game.max_game_length())
         shape = tuple(self.game.observation_tensor_shape())
         self._raw_shape = shape
@@ -168,7 +167,18 @@ class BoardGameEnv:
         """Start new games in ``indices`` (all by default). Board games are deterministic, so
         ``seeds`` is accepted for the protocol and unused."""
         del seeds
-        indices = range(self.batch_size) if indices is None else np.asarray(indices).tolist()
+        if indices is None:
+            indices = range(self.batch_size)
+        else:
+            indices = np.asarray(indices).reshape(-1)
+            if not np.issubdtype(indices.dtype, np.integer) or (
+                len(indices) and (indices.min() < 0 or indices.max() >= self.batch_size)
+            ):
+                raise ValueError(
+                    f"reset indices must be integers in [0, {self.batch_size}), got {indices!r}"
+                    " (for a done mask use np.flatnonzero(mask))"
+                )
+            indices = indices.tolist()
         for b in indices:
             self.states[b] = self.game.new_state()
             self.moves[b] = 0

@@ -17,6 +17,10 @@ from mbrl.agent import SearchAgent
 from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
 from mbrl.selfplay.planner import SearchSettings
 
+# Elo matches are between deterministic searchers: without varied openings every game with the
+# same seating would repeat. Two random plies, shared by each pair of games with seats swapped.
+ELO_OPENING_PLIES = 2
+
 
 class SelfPlayMonitor(L.Callback):
     """Hands new priorities back to replay after every step; every ``log_every`` steps logs the
@@ -67,6 +71,15 @@ class EvaluationCallback(L.Callback):
         run_dir: Path,
         seed: int,
     ):
+        for name, value, low in [
+            ("every", every, 0),
+            ("games", games, 1),
+            ("simulations", simulations, 0),
+            ("elo_pool", elo_pool, 0),
+            ("elo_games", elo_games, 1),
+        ]:
+            if value < low:
+                raise ValueError(f"eval.{name} must be >= {low}, got {value}")
         self.game, self.settings = game, settings
         self.every, self.games, self.simulations = every, games, simulations
         self.opponents = [make_opponent(spec, game.game) for spec in opponents]
@@ -79,11 +92,14 @@ class EvaluationCallback(L.Callback):
         self.seed = seed
         self.pool: list[dict] = []  # {"step", "rating", "weights"}
         self.train_seconds = 0.0  # wall time outside evaluation
+        self.wall_seconds = 0.0  # wall time in all, evaluation included
         self._clock = None
         self.perfect_at: dict | None = None
 
     def on_train_start(self, trainer, pl_module):
         self._clock = time.perf_counter()
+        if self.stop_when_perfect and self.perfect_at is not None:
+            trainer.should_stop = True  # a resumed run that already reached perfect play
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if self.every and trainer.global_step % self.every == 0:
@@ -96,10 +112,15 @@ class EvaluationCallback(L.Callback):
     def evaluate(self, trainer, pl_module) -> dict:
         now = time.perf_counter()
         self.train_seconds += now - (self._clock or now)
+        self.wall_seconds += now - (self._clock or now)
         network = copy.deepcopy(pl_module.network).eval()
         agent = SearchAgent(self.game, network, self.settings, num_simulations=self.simulations)
         step = trainer.global_step
-        record: dict = {"step": step, "train_seconds": round(self.train_seconds, 2)}
+        record: dict = {
+            "step": step,
+            "train_seconds": round(self.train_seconds, 2),
+            "wall_seconds": round(self.wall_seconds, 2),  # up to the start of this evaluation
+        }
         metrics = {}
         for index, opponent in enumerate(self.opponents):
             result = play_match(self.game, agent, opponent, self.games, seed=self.seed + index)
@@ -121,6 +142,7 @@ class EvaluationCallback(L.Callback):
             self.perfect_at = self.perfect_at or record
             trainer.should_stop = True
         self._clock = time.perf_counter()
+        self.wall_seconds += self._clock - now
         return record
 
     def _rate(self, agent: SearchAgent, network, step: int) -> float:
@@ -137,7 +159,12 @@ class EvaluationCallback(L.Callback):
                 name=f"step{entry['step']}",
             )
             match = play_match(
-                self.game, agent, opponent, self.elo_games, seed=self.seed + 100 + index
+                self.game,
+                agent,
+                opponent,
+                self.elo_games,
+                seed=self.seed + 100 + index,
+                opening_plies=ELO_OPENING_PLIES,
             )
             results.append((entry["rating"], match.score, match.games))
         rating = rate_against_pool(results) if results else 0.0
@@ -164,8 +191,15 @@ class EvaluationCallback(L.Callback):
         Console(stderr=True).print(table, *extras)
 
     def state_dict(self) -> dict:
-        return {"pool": self.pool, "train_seconds": self.train_seconds}
+        return {
+            "pool": self.pool,
+            "train_seconds": self.train_seconds,
+            "wall_seconds": self.wall_seconds,
+            "perfect_at": json.dumps(self.perfect_at),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.pool = list(state["pool"])
         self.train_seconds = float(state["train_seconds"])
+        self.wall_seconds = float(state.get("wall_seconds", self.train_seconds))
+        self.perfect_at = json.loads(state.get("perfect_at", "null"))

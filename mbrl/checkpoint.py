@@ -2,7 +2,7 @@
 
 A Lightning checkpoint here holds the weights, optimizer, scheduler, loop counters, the self-play
 data module (replay buffer, games in progress, RNG) and the callbacks' state (evaluation history,
-Elo pool). ``AtomicCheckpointIO`` writes to a temporary file in the same directory and renames it
+Elo pool); the periodic step checkpoints leave the replay buffer out. ``AtomicCheckpointIO`` writes to a temporary file in the same directory and renames it
 over the target, so a run killed mid-write leaves the previous checkpoint intact.
 """
 
@@ -17,11 +17,23 @@ import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 METADATA_KEY = "mbrl"
+LAST = "last.ckpt"
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
+    """Atomic writes; only ``last.ckpt`` (what a re-run resumes from) carries the replay buffer,
+    so the periodic ``stepNNNNNN.ckpt`` files stay small (weights, optimizer, counters)."""
+
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
-        save_atomically(checkpoint, Path(path))
+        path = Path(path)
+        if path.name != LAST:
+            checkpoint = {
+                key: {**value, "replay": None}
+                if isinstance(value, dict) and "replay" in value
+                else value
+                for key, value in checkpoint.items()
+            }
+        save_atomically(checkpoint, path)
 
 
 def save_atomically(obj: Any, path: Path) -> None:

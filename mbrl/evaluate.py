@@ -24,6 +24,8 @@ class EvalCommandConfig:
         -1
     )  # search simulations per move; -1 = the checkpoint's eval setting; 0 = raw policy
     seed: int = 0
+    opening_plies: int = 0  # random plies before play (each opening played from both seats);
+    # use 2 or more against checkpoint:<path>, since two deterministic agents repeat one game
     output: str = ""  # JSON file for the results; default <checkpoint's run dir>/eval_results.json
 
 
@@ -43,7 +45,14 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
     opponents = [_opponent(spec, loaded, simulations) for spec in cfg.opponents]
     results = {}
     for index, opponent in enumerate(track(opponents, description="evaluating", transient=True)):
-        result = play_match(loaded.game, agent, opponent, cfg.games, seed=cfg.seed + index)
+        result = play_match(
+            loaded.game,
+            agent,
+            opponent,
+            cfg.games,
+            seed=cfg.seed + index,
+            opening_plies=cfg.opening_plies,
+        )
         results[opponent.name] = result.as_dict()
     table = Table(title=f"{cfg.checkpoint} ({loaded.game.name}, {simulations} simulations/move)")
     for column in (
@@ -79,6 +88,7 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
         )
     Console().print(table)
     report = {
+        "opening_plies": cfg.opening_plies,
         "checkpoint": str(cfg.checkpoint),
         "game": loaded.game.spec,
         "simulations": simulations,

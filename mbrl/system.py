@@ -42,6 +42,13 @@ class OptimSettings:
             raise ValueError(f"optim.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if not self.lr > 0:
             raise ValueError(f"optim.lr must be > 0, got {self.lr}")
+        if self.step_every < 1 or self.total_steps < 1 or self.warmup_steps < 0:
+            raise ValueError(
+                "optim.step_every and optim.total_steps must be >= 1 and optim.warmup_steps "
+                f">= 0, got {self.step_every}, {self.total_steps}, {self.warmup_steps}"
+            )
+        if not 0.0 <= self.min_lr_ratio <= 1.0:
+            raise ValueError(f"optim.min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
 
 
 def lr_factor(step: int, settings: OptimSettings) -> float:

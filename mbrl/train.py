@@ -191,6 +191,8 @@ def train(cfg: TrainConfig) -> dict:
     resume = str(last) if cfg.resume and last.exists() else None
     with warnings.catch_warnings():  # resuming into our own checkpoint directory is the point
         warnings.filterwarnings("ignore", message="Checkpoint directory .* exists and is not empty")
+        # The stream reports a length only to stop Lightning's prefetch (see embedded.py).
+        warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")
         trainer.fit(system, datamodule=data, ckpt_path=resume)
     trainer.save_checkpoint(last)
     return {

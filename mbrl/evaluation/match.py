@@ -35,17 +35,44 @@ class MatchResult:
         return {**asdict(self), "score": self.score}
 
 
+def random_openings(game: BoardGame, num_games: int, plies: int, seed: int) -> list:
+    """Start states after ``plies`` uniformly random moves, the same for games ``2p`` and
+    ``2p + 1`` (one pair per opening, the seats swapped), so that two deterministic players
+    still meet in varied positions and neither seat is favoured."""
+    states = []
+    for pair in range((num_games + 1) // 2):
+        rng = np.random.default_rng([seed, pair])
+        state = game.new_state()
+        for _ in range(plies):
+            if state.is_terminal():
+                break
+            legal = state.legal_actions()
+            state.apply_action(legal[int(rng.integers(len(legal)))])
+        states += [state, state.clone()]
+    return states[:num_games]
+
+
 def play_match(
-    game: BoardGame, agent, opponent, num_games: int, *, seed: int = 0, max_moves: int = 0
+    game: BoardGame,
+    agent,
+    opponent,
+    num_games: int,
+    *,
+    seed: int = 0,
+    max_moves: int = 0,
+    opening_plies: int = 0,
 ) -> MatchResult:
     """``agent`` against ``opponent`` (anything with ``choose(states, rng)``), ``num_games``
-    games split over both seats; the result is from the agent's point of view."""
+    games split over both seats, optionally from random openings of ``opening_plies`` moves;
+    the result is from the agent's point of view."""
     if num_games < 1:
         raise ValueError(f"num_games must be >= 1, got {num_games}")
+    if opening_plies < 0:
+        raise ValueError(f"opening_plies must be >= 0, got {opening_plies}")
     rng = np.random.default_rng(seed)
     agent_seat = np.arange(num_games) % 2  # agent plays first in even games
-    states = [game.new_state() for _ in range(num_games)]
-    moves = np.zeros(num_games, np.int64)
+    states = random_openings(game, num_games, opening_plies, seed)
+    moves = np.array([len(s.history()) for s in states], np.int64)
     limit = max_moves or game.max_moves
     active = [b for b in range(num_games) if not states[b].is_terminal()]
     while active:

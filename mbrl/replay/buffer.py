@@ -91,6 +91,7 @@ class ReplayBuffer:
         return {
             "data": {k: torch.from_numpy(v[: self.size].copy()) for k, v in self.data.items()},
             "priorities": torch.from_numpy(self.priorities[: self.size].copy()),
+            "capacity": self.capacity,
             "size": self.size,
             "cursor": self.cursor,
             "total_added": self.total_added,
@@ -98,10 +99,11 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: dict) -> None:
         size = int(state["size"])
-        if size > self.capacity or set(state["data"]) != set(self.data):
+        capacity = int(state.get("capacity", size))
+        if capacity != self.capacity or set(state["data"]) != set(self.data):
             raise ValueError(
-                f"replay checkpoint holds {size} positions of {sorted(state['data'])}; this "
-                f"buffer holds {self.capacity} of {sorted(self.data)}"
+                f"replay checkpoint has capacity {capacity} for {sorted(state['data'])}; this "
+                f"buffer has capacity {self.capacity} for {sorted(self.data)}"
             )
         for name, values in state["data"].items():
             self.data[name][:size] = values.numpy()

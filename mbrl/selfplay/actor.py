@@ -171,6 +171,7 @@ class SelfPlayActor:
             "simulations": self.simulations,
             "resignations": self.resignations,
             "resigned_wrongly": self.resigned_wrongly,
+            "would_resign": {str(k): v for k, v in self._would_resign.items()},
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -196,3 +197,4 @@ class SelfPlayActor:
         self.simulations = int(state["simulations"])
         self.resignations = int(state.get("resignations", 0))
         self.resigned_wrongly = int(state.get("resigned_wrongly", 0))
+        self._would_resign = {int(k): int(v) for k, v in state.get("would_resign", {}).items()}

@@ -5,7 +5,8 @@ for gradient step ``g`` the module plays until ``warmup_moves + ceil(g / replay_
 environment moves have been made, so gradient steps per environment step are exactly the
 configured ratio (up to one batch of moves), whatever the speed of either side. Everything is
 seeded and sequential, so a run is reproducible from its seed. The actor searches with its own
-copy of the network, refreshed from the learner every ``sync_every`` gradient steps.
+copy of the network, refreshed from the learner before collecting once at least ``sync_every``
+gradient steps have passed since the last refresh.
 
 The module's ``state_dict`` (replay, games in progress, RNG, counters) is saved inside every
 Lightning checkpoint, which is what lets a killed run resume.
@@ -52,8 +53,16 @@ class LoopSettings:
 
 
 class _BatchStream(IterableDataset):
-    def __init__(self, source: SelfPlayDataModule):
+    """Endless batches. It reports a length so that Lightning does not fetch a batch ahead:
+    a prefetched batch would be sampled (and its moves played) before the checkpoint of the
+    previous step, and lost on resume."""
+
+    def __init__(self, source: SelfPlayDataModule, length: int):
         self.source = source
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
 
     def __iter__(self):
         while True:
@@ -95,7 +104,9 @@ class SelfPlayDataModule(L.LightningDataModule):
         self.game_lengths: list[int] = []
 
     def train_dataloader(self):
-        return DataLoader(_BatchStream(self), batch_size=None, num_workers=0)
+        trainer = getattr(self, "trainer", None)
+        length = trainer.max_steps if trainer is not None and trainer.max_steps > 0 else 2**62
+        return DataLoader(_BatchStream(self, length), batch_size=None, num_workers=0)
 
     def moves_needed(self, gradient_steps: int) -> int:
         return self.loop.warmup_moves + math.ceil(gradient_steps / self.loop.replay_ratio)
@@ -130,7 +141,7 @@ class SelfPlayDataModule(L.LightningDataModule):
 
     def update_priorities(self, indices: torch.Tensor, errors: torch.Tensor) -> None:
         if self.replay.prioritized:
-            self.replay.update_priorities(indices.numpy(), errors.float().cpu().numpy())
+            self.replay.update_priorities(indices.cpu().numpy(), errors.float().cpu().numpy())
 
     def stats(self) -> dict[str, float]:
         """Counters for logging since the last call (rates) and in total."""
@@ -166,7 +177,8 @@ class SelfPlayDataModule(L.LightningDataModule):
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self.replay.load_state_dict(state["replay"])
+        if state["replay"] is not None:  # only last.ckpt carries the replay buffer
+            self.replay.load_state_dict(state["replay"])
         self.actor.load_state_dict(state["actor"])
         self.actor_network.load_state_dict(state["actor_network"])
         self.rng.bit_generator.state = state["rng"]

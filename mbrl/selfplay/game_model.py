@@ -18,12 +18,10 @@ from games import BoardGame
 class GameModel:
     """``BoardGame`` rules + a policy-value network, batched for the search."""
 
-    def __init__(
-        self, game: BoardGame, network: torch.nn.Module, device: str | torch.device = "cpu"
-    ):
+    def __init__(self, game: BoardGame, network: torch.nn.Module):
         self.game = game
         self.network = network
-        self.device = torch.device(device)
+        self.device = next(network.parameters()).device  # evaluate where the weights live
         self.network_calls = 0  # batched forward passes
         self.positions = 0  # positions evaluated by the network
 

@@ -68,6 +68,19 @@ def test_move_limit_truncates():
     assert step.truncated[0] and not step.terminated[0]
 
 
+def test_reset_indices_must_be_slot_numbers():
+    env = BoardGameEnv(BoardGame("tic_tac_toe"), batch_size=2)
+    with pytest.raises(ValueError, match="flatnonzero"):
+        env.reset(indices=np.array([True, False]))
+    with pytest.raises(ValueError, match=r"\[0, 2\)"):
+        env.reset(indices=[2])
+
+
+def test_negative_move_limit_is_refused():
+    with pytest.raises(ValueError, match="max_moves must be >= 0"):
+        BoardGame("tic_tac_toe", max_moves=-1)
+
+
 def test_illegal_action_is_named():
     env = BoardGameEnv(BoardGame("tic_tac_toe"), batch_size=1)
     env.reset()

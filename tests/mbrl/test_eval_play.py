@@ -118,4 +118,5 @@ def test_commands_explain_themselves():
             text=True,
             timeout=120,
         )
-        assert result.returncode == 0 and "Powered by Hydra" in result.stdout
+        assert result.returncode == 0, result.stderr
+        assert f"mbrl-{module}:" in result.stdout and "checkpoint" in result.stdout

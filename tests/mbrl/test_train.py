@@ -51,7 +51,11 @@ def test_checkpoint_holds_everything_to_resume(trained_run):
     assert checkpoint["global_step"] == summary["steps"] == 20
     assert checkpoint["optimizer_states"] and checkpoint["lr_schedulers"]
     data = checkpoint["SelfPlayDataModule"]
-    assert data["replay"]["size"] > 0 and data["gradient_steps"] >= 20
+    # Exactly: no batch was fetched ahead of the step being checkpointed.
+    assert data["replay"]["size"] > 0 and data["gradient_steps"] == 20
+    step = load_checkpoint(run_dir / "checkpoints" / "step000010.ckpt")
+    assert step["SelfPlayDataModule"]["replay"] is None  # only last.ckpt carries replay
+    assert step["SelfPlayDataModule"]["gradient_steps"] == 10
     assert data["actor"]["moves_played"] >= 32 and "rng" in data
     loaded = load_agent(run_dir)
     for key, value in loaded.network.state_dict().items():
@@ -124,4 +128,4 @@ def test_a_killed_run_resumes_when_the_same_command_is_rerun(tmp_path):
     assert '"resumed_from"' in result.stdout and "last.ckpt" in result.stdout
     resumed = load_checkpoint(tmp_path)
     assert resumed["global_step"] == 30
-    assert resumed["SelfPlayDataModule"]["gradient_steps"] >= 30
+    assert resumed["SelfPlayDataModule"]["gradient_steps"] == 30
