@@ -55,35 +55,15 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
         )
         results[opponent.name] = result.as_dict()
     table = Table(title=f"{cfg.checkpoint} ({loaded.game.name}, {simulations} simulations/move)")
-    for column in (
-        "opponent",
-        "games",
-        "W",
-        "D",
-        "L",
-        "W first",
-        "L first",
-        "W second",
-        "L second",
-        "score",
-    ):
-        table.add_column(column, justify="right")
+    table.add_column("opponent", no_wrap=True)
+    for column in ("games", "W", "D", "L", "1st W-L", "2nd W-L", "score"):
+        table.add_column(column, justify="right", no_wrap=True)
     for name, r in results.items():
         table.add_row(
             name,
-            *(
-                str(r[k])
-                for k in (
-                    "games",
-                    "wins",
-                    "draws",
-                    "losses",
-                    "wins_first",
-                    "losses_first",
-                    "wins_second",
-                    "losses_second",
-                )
-            ),
+            *(str(r[k]) for k in ("games", "wins", "draws", "losses")),
+            f"{r['wins_first']}-{r['losses_first']}",
+            f"{r['wins_second']}-{r['losses_second']}",
             f"{r['score']:.3f}",
         )
     Console().print(table)
