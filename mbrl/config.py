@@ -45,6 +45,7 @@ class SearchConfig:
     pb_c_base: float = 19652.0
     max_num_considered_actions: int = 16
     gumbel_scale: float = 1.0
+    qtransform: str = "parent_and_siblings"  # PUCT only: parent_and_siblings | tree_min_max
 
 
 @dataclass

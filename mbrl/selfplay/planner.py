@@ -10,6 +10,11 @@ import search
 from mbrl.selfplay.game_model import GameModel
 
 SEARCH_POLICIES = ("puct", "gumbel")
+# PUCT's value normalisation: mctx's (unvisited children score the minimum) or
+# EfficientZero/LightZero's tree-wide min-max with unvisited children at the parent's mean Q.
+# Neither makes 32 simulations try a winning move whose prior is below ~1%; Gumbel's root, which
+# visits every considered action, does. Gumbel always uses completed Q.
+PUCT_QTRANSFORMS = ("parent_and_siblings", "tree_min_max")
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
@@ -24,8 +29,13 @@ class SearchSettings:
     pb_c_base: float = 19652.0
     max_num_considered_actions: int = 16
     gumbel_scale: float = 1.0
+    qtransform: str = "parent_and_siblings"
 
     def __post_init__(self):
+        if self.qtransform not in PUCT_QTRANSFORMS:
+            raise ValueError(
+                f"search.qtransform must be one of {PUCT_QTRANSFORMS}, got {self.qtransform!r}"
+            )
         if self.policy not in SEARCH_POLICIES:
             raise ValueError(f"search.policy must be one of {SEARCH_POLICIES}, got {self.policy!r}")
         if self.num_simulations < 1:
@@ -64,6 +74,9 @@ def plan(
         dirichlet_legal_only=settings.dirichlet_legal_only,
         pb_c_init=settings.pb_c_init,
         pb_c_base=settings.pb_c_base,
+        qtransform=search.qtransform_tree_min_max()
+        if settings.qtransform == "tree_min_max"
+        else None,
         **common,
     )
 

@@ -1,6 +1,7 @@
 """Self-play on the batched search with the true game as the model."""
 
 import numpy as np
+import pytest
 import torch
 
 from games import BoardGame
@@ -9,7 +10,7 @@ from mbrl.networks import AlphaZeroNet
 from mbrl.replay.targets import alphazero_positions
 from mbrl.selfplay.actor import SelfPlayActor
 from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.planner import SearchSettings
+from mbrl.selfplay.planner import SearchSettings, plan
 
 GAME = BoardGame("tic_tac_toe")
 
@@ -97,3 +98,13 @@ def test_resignation_is_off_by_default_and_ends_games_when_set():
     assert resigning.resignations > 0 and resigned
     for trajectory in resigned:
         assert sorted(trajectory.returns.tolist()) == [-1.0, 1.0]
+
+
+def test_puct_value_normalisation_is_selectable():
+    state = GAME.new_state()
+    model = GameModel(GAME, network())
+    for qtransform in ("parent_and_siblings", "tree_min_max"):
+        settings = SearchSettings(num_simulations=8, qtransform=qtransform)
+        assert plan(model, [state], settings).visit_counts.sum() == 8
+    with pytest.raises(ValueError, match="tree_min_max"):
+        SearchSettings(qtransform="min")
