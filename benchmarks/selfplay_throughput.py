@@ -39,9 +39,15 @@ class TimedModel(GameModel):
         self.network_seconds += time.perf_counter() - start
         return result
 
-    def root(self, states):
+    def root_inputs(self, states):
         start = time.perf_counter()
-        result = super().root(states)
+        result = super().root_inputs(states)
+        self.model_seconds += time.perf_counter() - start
+        return result
+
+    def root(self, states, inputs=None):
+        start = time.perf_counter()
+        result = super().root(states, inputs)
         self.model_seconds += time.perf_counter() - start
         return result
 

@@ -75,7 +75,8 @@ class SelfPlayActor:
         moves = np.array([len(h) for h in self.history])
         keys = root_keys(self.seed, self.game_ids, moves)
         start = time.perf_counter()
-        output = plan(self.model, self.states, self.settings, keys=keys)
+        obs, legal = self.model.root_inputs(self.states)  # searched from, then stored
+        output = plan(self.model, self.states, self.settings, keys=keys, inputs=(obs, legal))
         self.search_seconds += time.perf_counter() - start
         self.simulations += self.num_games * self.settings.num_simulations
         actions = self._choose(output, moves)
@@ -90,8 +91,8 @@ class SelfPlayActor:
                 self._new_game(slot)
                 continue
             record = self.partial[slot]
-            record["obs"].append(self.game.observation(state))
-            record["legal"].append(self.game.legal_mask(state))
+            record["obs"].append(obs[slot])
+            record["legal"].append(legal[slot])
             record["policy"].append(output.action_weights[slot])
             record["root_value"].append(output.root_value[slot])
             record["to_play"].append(state.current_player())

@@ -33,9 +33,14 @@ class GameModel:
         output = self.network(torch.from_numpy(obs).to(self.device))
         return output.logits.float().cpu().numpy(), output.value.float().cpu().numpy()
 
-    def root(self, states: list) -> tuple[search.RootOutput, np.ndarray]:
+    def root_inputs(self, states: list) -> tuple[np.ndarray, np.ndarray]:
+        """``(obs [B, *obs_shape], legal [B, A])`` of the roots."""
         obs = np.stack([self.game.observation(s) for s in states])
-        legal = np.stack([self.game.legal_mask(s) for s in states])
+        return obs, np.stack([self.game.legal_mask(s) for s in states])
+
+    def root(self, states: list, inputs=None) -> tuple[search.RootOutput, np.ndarray]:
+        """``inputs`` = ``root_inputs(states)`` when the caller already built them."""
+        obs, legal = self.root_inputs(states) if inputs is None else inputs
         logits, value = self.evaluate(obs)
         return search.RootOutput(prior_logits=logits, value=value, embedding=list(states)), legal
 

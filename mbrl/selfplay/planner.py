@@ -49,9 +49,11 @@ def plan(
     *,
     keys: np.ndarray | int = 0,
     deterministic: bool = False,
+    inputs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> search.SearchOutput:
-    """Search from every state in ``states`` at once (none may be terminal)."""
-    root, legal = model.root(states)
+    """Search from every state in ``states`` at once (none may be terminal); ``inputs`` are the
+    roots' ``(obs, legal)`` when the caller already has them."""
+    root, legal = model.root(states, inputs)
     common = dict(
         num_simulations=settings.num_simulations,
         legal_mask=legal,
