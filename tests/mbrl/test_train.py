@@ -109,7 +109,9 @@ def test_a_killed_run_resumes_when_the_same_command_is_rerun(tmp_path):
     )
     try:
         deadline = time.monotonic() + 120
-        while not (tmp_path / "checkpoints" / "step000010.ckpt").exists():
+        # last.ckpt is written just after each step checkpoint, so once step 15's exists the
+        # resumable last.ckpt holds step 10 or later.
+        while not (tmp_path / "checkpoints" / "step000015.ckpt").exists():
             assert process.poll() is None and time.monotonic() < deadline, "no checkpoint"
             time.sleep(0.1)
     finally:
