@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import lightning as L
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -15,6 +16,7 @@ from games import BoardGame
 from games.opponents import make_opponent
 from mbrl.agent import SearchAgent
 from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
+from mbrl.evaluation.episodes import run_episodes
 from mbrl.selfplay.planner import SearchSettings
 
 # Elo matches are between deterministic searchers: without varied openings every game with the
@@ -70,6 +72,7 @@ class EvaluationCallback(L.Callback):
         stop_when_perfect: bool,
         run_dir: Path,
         seed: int,
+        make_agent=None,
     ):
         for name, value, low in [
             ("every", every, 0),
@@ -81,6 +84,13 @@ class EvaluationCallback(L.Callback):
             if value < low:
                 raise ValueError(f"eval.{name} must be >= {low}, got {value}")
         self.game, self.settings = game, settings
+        # (network, simulations, name) -> a player; AlphaZero's search over the true game by
+        # default, a learned-model search for MuZero.
+        self.make_agent = make_agent or (
+            lambda network, simulations, name: SearchAgent(
+                game, network, settings, num_simulations=simulations, name=name
+            )
+        )
         self.every, self.games, self.simulations = every, games, simulations
         self.opponents = [make_opponent(spec, game.game) for spec in opponents]
         self.elo_pool, self.elo_games = elo_pool, elo_games
@@ -114,7 +124,7 @@ class EvaluationCallback(L.Callback):
         self.train_seconds += now - (self._clock or now)
         self.wall_seconds += now - (self._clock or now)
         network = copy.deepcopy(pl_module.network).eval()
-        agent = SearchAgent(self.game, network, self.settings, num_simulations=self.simulations)
+        agent = self.make_agent(network, self.simulations, "agent")
         step = trainer.global_step
         record: dict = {
             "step": step,
@@ -145,19 +155,13 @@ class EvaluationCallback(L.Callback):
         self.wall_seconds += self._clock - now
         return record
 
-    def _rate(self, agent: SearchAgent, network, step: int) -> float:
+    def _rate(self, agent, network, step: int) -> float:
         """Elo of the current network against the pool of earlier ones (the first is 0)."""
         results = []
         for index, entry in enumerate(self.pool):
             past = copy.deepcopy(network)
             past.load_state_dict(entry["weights"])
-            opponent = SearchAgent(
-                self.game,
-                past,
-                self.settings,
-                num_simulations=self.simulations,
-                name=f"step{entry['step']}",
-            )
+            opponent = self.make_agent(past, self.simulations, f"step{entry['step']}")
             match = play_match(
                 self.game,
                 agent,
@@ -203,3 +207,94 @@ class EvaluationCallback(L.Callback):
         self.train_seconds = float(state["train_seconds"])
         self.wall_seconds = float(state.get("wall_seconds", self.train_seconds))
         self.perfect_at = json.loads(state.get("perfect_at", "null"))
+
+
+class EpisodeEvaluationCallback(L.Callback):
+    """Single-agent evaluation: every ``every`` steps (and at the end) plays ``episodes``
+    episodes with a noise-free search on a fresh evaluation environment and logs their mean,
+    median, minimum and maximum return (TensorBoard, ``eval.jsonl``, console). With
+    ``target_return`` set, training stops once the mean return reaches it (benchmarks measure
+    the steps and time to get there)."""
+
+    def __init__(
+        self,
+        make_env,
+        make_agent,
+        *,
+        every: int,
+        episodes: int,
+        simulations: int,
+        run_dir: Path,
+        seed: int,
+        target_return: float | None = None,
+    ):
+        if every < 0 or episodes < 1 or simulations < 0:
+            raise ValueError(
+                f"need eval.every >= 0, eval.games >= 1, eval.simulations >= 0; got {every}, "
+                f"{episodes}, {simulations}"
+            )
+        self.make_env, self.make_agent = make_env, make_agent
+        self.every, self.episodes, self.simulations = every, episodes, simulations
+        self.log_path = Path(run_dir) / "eval.jsonl"
+        self.seed = seed
+        self.target_return = target_return
+        self.train_seconds = 0.0
+        self._clock = None
+        self.solved_at: dict | None = None
+
+    @property
+    def perfect_at(self) -> dict | None:  # the name train() reports
+        return self.solved_at
+
+    def on_train_start(self, trainer, pl_module):
+        self._clock = time.perf_counter()
+        if self.target_return is not None and self.solved_at is not None:
+            trainer.should_stop = True
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self.every and trainer.global_step % self.every == 0:
+            self.evaluate(trainer, pl_module)
+
+    def on_train_end(self, trainer, pl_module):
+        if not self.every or trainer.global_step % self.every:
+            self.evaluate(trainer, pl_module)
+
+    def evaluate(self, trainer, pl_module) -> dict:
+        now = time.perf_counter()
+        self.train_seconds += now - (self._clock or now)
+        agent = self.make_agent(copy.deepcopy(pl_module.network).eval(), self.simulations, "agent")
+        returns = run_episodes(self.make_env(), agent.act, self.episodes, seed=self.seed + 10**6)
+        data = trainer.datamodule
+        record = {
+            "step": trainer.global_step,
+            "env_steps": int(data.moves_played),
+            "train_seconds": round(self.train_seconds, 2),
+            "return_mean": float(np.mean(returns)),
+            "return_median": float(np.median(returns)),
+            "return_min": float(np.min(returns)),
+            "return_max": float(np.max(returns)),
+            "episodes": len(returns),
+        }
+        if trainer.logger is not None:
+            metrics = {f"eval/{k}": v for k, v in record.items() if k.startswith("return_")}
+            trainer.logger.log_metrics(metrics, step=trainer.global_step)
+        Console(stderr=True).print(
+            f"evaluation at step {record['step']} ({record['env_steps']} env steps): return "
+            f"mean {record['return_mean']:.1f}, median {record['return_median']:.1f}, "
+            f"min {record['return_min']:.1f}, max {record['return_max']:.1f} over "
+            f"{record['episodes']} episodes"
+        )
+        with self.log_path.open("a") as file:
+            file.write(json.dumps(record) + "\n")
+        if self.target_return is not None and record["return_mean"] >= self.target_return:
+            self.solved_at = self.solved_at or record
+            trainer.should_stop = True
+        self._clock = time.perf_counter()
+        return record
+
+    def state_dict(self) -> dict:
+        return {"train_seconds": self.train_seconds, "solved_at": json.dumps(self.solved_at)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.train_seconds = float(state["train_seconds"])
+        self.solved_at = json.loads(state.get("solved_at", "null"))

@@ -11,26 +11,73 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-ALGORITHMS = ("alphazero", "gumbel_alphazero")
+ALGORITHMS = ("alphazero", "gumbel_alphazero", "muzero", "gumbel_muzero", "efficientzero")
+LATENT_ALGORITHMS = ("muzero", "gumbel_muzero", "efficientzero")  # plan in a learned model
+GUMBEL_ALGORITHMS = ("gumbel_alphazero", "gumbel_muzero")
+GAME_KINDS = ("openspiel", "classic", "atari")
+
+
+@dataclass
+class AtariGameConfig:
+    """EfficientZero's Atari-100k protocol (see ``games.atari.AtariSettings``)."""
+
+    frame_skip: int = 4
+    repeat_action_probability: float = 0.0  # sticky actions; 0.25 in the sticky preset
+    noop_max: int = 30
+    resolution: int = 96
+    grayscale: bool = False
+    frame_stack: int = 4
+    terminal_on_life_loss: bool = True  # training only
+    clip_rewards: bool = True  # training only
+    max_episode_frames: int = 108_000
+    full_action_space: bool = False
 
 
 @dataclass
 class GameConfig:
+    kind: str = "openspiel"  # openspiel | classic (Gymnasium control) | atari
     name: str = "tic_tac_toe"
     params: dict[str, Any] = field(default_factory=dict)  # OpenSpiel game parameters
     max_moves: int = 0  # games longer than this end as draws; 0 = the game's own limit
+    atari: AtariGameConfig = field(default_factory=AtariGameConfig)
 
 
 @dataclass
 class AlgoConfig:
-    name: str = "alphazero"  # alphazero | gumbel_alphazero
+    name: str = "alphazero"  # one of ALGORITHMS
+    # Learned-model algorithms only (muzero, gumbel_muzero, efficientzero):
+    unroll_steps: int = 5  # K
+    td_steps: int = 10  # n of the n-step value target
+    discount: float = 0.997
+    policy_weight: float = 1.0
+    value_weight: float = 0.25
+    reward_weight: float = 1.0
+    consistency_weight: float = 0.0  # EfficientZero: 2.0
+    value_prefix_horizon: int = 0  # EfficientZero: 5; 0 = per-step rewards
+    target_update_every: int = 200  # gradient steps
+    reanalyze_value: bool = True  # n-step bootstrap values from the target network
+    reanalyze_policy: float = 0.0  # fraction of samples whose policy targets are re-searched
+    # [fraction of trainer.max_steps, visit-count temperature] pairs (MuZero's schedule)
+    temperature_schedule: list[list[float]] = field(
+        default_factory=lambda: [[0.0, 1.0], [0.5, 0.5], [0.75, 0.25]]
+    )
 
 
 @dataclass
 class ModelConfig:
     channels: int = 64
     blocks: int = 4
-    value_hidden: int = 64
+    value_hidden: int = 64  # AlphaZero's value head
+    # Learned-model networks (mbrl.networks.muzero):
+    latent_dim: int = 64  # vector observations: the latent's size
+    head_hidden: int = 64
+    support_size: int = 300  # value atoms -S..S after MuZero's transform
+    reward_support_size: int = 300
+    lstm_hidden: int = 64  # EfficientZero's value-prefix LSTM
+    projection_dim: int = 256  # SimSiam consistency projection
+    projection_hidden: int = 256
+    downsample: bool = False  # images: EfficientZero's 96x96 -> 6x6 encoder
+    action_encoding: str = "auto"  # auto | onehot | scalar
 
 
 @dataclass
@@ -98,6 +145,7 @@ class EvalConfig:
     elo_games: int = 20
     optimality: bool = False  # score the raw policy against exact minimax (small games)
     stop_when_perfect: bool = False  # stop once no game is lost to minimax
+    target_return: float | None = None  # single-agent games: stop once the mean return reaches it
 
 
 @dataclass

@@ -73,3 +73,16 @@ def value_mse(
         "value_abs_error": error.abs().mean().detach(),
     }
     return LossOutput(_weighted_mean(per_sample, weights), error.abs().detach(), metrics)
+
+
+def categorical_cross_entropy(
+    logits: torch.Tensor,  # [..., atoms]
+    target: torch.Tensor,  # [..., atoms] probabilities (two-hot of a transformed scalar)
+) -> torch.Tensor:
+    """Per-element cross-entropy ``[...]`` of a categorical head to a distribution target."""
+    return -(target * F.log_softmax(logits, dim=-1)).sum(-1)
+
+
+def negative_cosine_similarity(online: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``[B, D] x [B, D] -> [B]``: EfficientZero's SimSiam consistency, the target detached."""
+    return -F.cosine_similarity(online, target.detach(), dim=-1)

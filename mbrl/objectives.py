@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from mbrl import losses
+from mbrl.networks.support import ScalarSupport
 
 
 @dataclass(frozen=True)
@@ -33,3 +34,123 @@ class AlphaZeroObjective:
         loss = self.policy_weight * policy.loss + self.value_weight * value.loss
         metrics = {**policy.metrics, **value.metrics, "loss": loss.detach()}
         return losses.LossOutput(loss, value.per_sample, metrics)
+
+
+def scale_gradient(tensor: torch.Tensor, scale: float) -> torch.Tensor:
+    """Identity forward; multiplies the gradient by ``scale`` backward (MuZero's 0.5 at each
+    unroll step, so the dynamics' gradient does not grow with K)."""
+    return tensor * scale + tensor.detach() * (1 - scale)
+
+
+def _unrolled_sum(terms: list[torch.Tensor], scale: float, zero: torch.Tensor) -> torch.Tensor:
+    return scale * torch.stack(terms, 0).sum(0) if terms else zero
+
+
+@dataclass(frozen=True)
+class MuZeroObjective:
+    """MuZero's K-step unroll loss; EfficientZero adds the value prefix and consistency terms.
+
+    From ``s_0 = h(obs_t)``, ``s_k = g(s_{k-1}, a_{t+k-1})``: policy cross-entropy to the search
+    policy, categorical value cross-entropy to the n-step return, categorical reward (or value
+    prefix) cross-entropy, and optionally the negative cosine similarity between the projected
+    ``s_k`` and the (stop-gradient) projection of ``h(obs_{t+k})``. Unrolled steps' losses are
+    scaled by ``1/K`` and the latent's gradient by 0.5 at each step, as in MuZero. Batch layout:
+    ``mbrl.replay.episodes.Unroll`` as tensors.
+    """
+
+    unroll_steps: int = 5
+    policy_weight: float = 1.0
+    value_weight: float = 0.25
+    reward_weight: float = 1.0
+    consistency_weight: float = 0.0  # EfficientZero: 2.0
+    value_prefix_horizon: int = 0  # EfficientZero: LSTM state reset every H steps; 0 = rewards
+
+    def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        value_support = ScalarSupport(network.settings.support_size)
+        reward_support = ScalarSupport(network.settings.reward_support_size)
+        weights = batch["weights"]
+        k_steps = batch["actions"].shape[1]
+        reward_target = self._reward_targets(batch["reward"])
+        latent = network.represent(batch["obs"])
+        policy_logits, value_logits = network.predict(latent)
+        legal = batch["legal"]
+        root_policy = losses.policy_cross_entropy(policy_logits, batch["policy"][:, 0], legal)
+        policy_terms = [root_policy.per_sample]
+        value_terms = [
+            losses.categorical_cross_entropy(
+                value_logits, value_support.to_distribution(batch["value"][:, 0])
+            )
+        ]
+        reward_terms, consistency_terms = [], []
+        root_value = value_support.to_scalar(value_logits.detach())
+        lstm = network.initial_lstm_state(len(latent), latent.device)
+        for k in range(1, k_steps + 1):
+            if self.value_prefix_horizon and (k - 1) % self.value_prefix_horizon == 0:
+                lstm = network.initial_lstm_state(len(latent), latent.device)
+            latent = scale_gradient(latent, 0.5)
+            latent, reward_logits, lstm = network.dynamics(latent, batch["actions"][:, k - 1], lstm)
+            policy_logits, value_logits = network.predict(latent)
+            policy_terms.append(
+                -(batch["policy"][:, k] * torch.log_softmax(policy_logits, -1)).sum(-1)
+                * batch["policy_mask"][:, k]
+            )
+            value_terms.append(
+                losses.categorical_cross_entropy(
+                    value_logits, value_support.to_distribution(batch["value"][:, k])
+                )
+                * batch["value_mask"][:, k]
+            )
+            reward_terms.append(
+                losses.categorical_cross_entropy(
+                    reward_logits, reward_support.to_distribution(reward_target[:, k])
+                )
+                * batch["reward_mask"][:, k]
+            )
+            if self.consistency_weight:
+                with torch.no_grad():
+                    target = network.project(
+                        network.represent(batch["future_obs"][:, k - 1]), with_head=False
+                    )
+                online = network.project(latent, with_head=True)
+                consistency_terms.append(
+                    losses.negative_cosine_similarity(online, target) * batch["policy_mask"][:, k]
+                )
+        per_step = 1.0 / max(k_steps, 1)
+        zero = torch.zeros_like(weights)
+        policy = policy_terms[0] + _unrolled_sum(policy_terms[1:], per_step, zero)
+        value = value_terms[0] + _unrolled_sum(value_terms[1:], per_step, zero)
+        reward = _unrolled_sum(reward_terms, per_step, zero)
+        consistency = _unrolled_sum(consistency_terms, per_step, zero)
+        per_sample = (
+            self.policy_weight * policy
+            + self.value_weight * value
+            + self.reward_weight * reward
+            + self.consistency_weight * consistency
+        )
+        loss = (per_sample * weights).mean()
+        value_error = (root_value - batch["value"][:, 0]).abs()
+        metrics = {
+            "loss": loss.detach(),
+            "policy_loss": policy.mean().detach(),
+            "value_loss": value.mean().detach(),
+            "reward_loss": reward.mean().detach(),
+            "value_abs_error": value_error.mean(),
+            "policy_entropy": root_policy.metrics["policy_entropy"],
+        }
+        if self.consistency_weight:
+            metrics["consistency_loss"] = consistency.mean().detach()
+        return losses.LossOutput(loss, value_error, metrics)
+
+    def _reward_targets(self, reward: torch.Tensor) -> torch.Tensor:
+        """Per-step rewards, or EfficientZero's value prefix: the sum since the last reset."""
+        horizon = self.value_prefix_horizon
+        if not horizon:
+            return reward
+        prefix = torch.zeros_like(reward)
+        running = torch.zeros_like(reward[:, 0])
+        for k in range(1, reward.shape[1]):
+            if (k - 1) % horizon == 0:
+                running = torch.zeros_like(running)
+            running = running + reward[:, k]
+            prefix[:, k] = running
+        return prefix

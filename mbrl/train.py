@@ -19,14 +19,25 @@ from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from games import BoardGame
-from mbrl.callbacks import EvaluationCallback, SelfPlayMonitor
+from mbrl.agent import LatentSearchAgent
+from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback, SelfPlayMonitor
 from mbrl.checkpoint import AtomicCheckpointIO
-from mbrl.config import ALGORITHMS, RESUMABLE_CHANGES, TrainConfig
+from mbrl.config import (
+    ALGORITHMS,
+    GAME_KINDS,
+    GUMBEL_ALGORITHMS,
+    LATENT_ALGORITHMS,
+    RESUMABLE_CHANGES,
+    TrainConfig,
+)
+from mbrl.environments import build_latent_network, make_environment
 from mbrl.networks import AlphaZeroNet
-from mbrl.objectives import AlphaZeroObjective
+from mbrl.objectives import AlphaZeroObjective, MuZeroObjective
 from mbrl.replay import ReplayBuffer
+from mbrl.replay.episodes import EpisodeReplay, UnrollSettings
 from mbrl.replay.targets import alphazero_fields
 from mbrl.selfplay.embedded import LoopSettings, SelfPlayDataModule
+from mbrl.selfplay.latent_loop import LatentSelfPlayDataModule, LatentSettings
 from mbrl.selfplay.planner import SearchSettings
 from mbrl.system import OptimSettings, System
 
@@ -102,40 +113,24 @@ def claim_run_dir(cfg: TrainConfig) -> Path:
 def validate(cfg: TrainConfig) -> None:
     if cfg.algo.name not in ALGORITHMS:
         raise ValueError(f"algo.name must be one of {ALGORITHMS}, got {cfg.algo.name!r}")
-    expected = "gumbel" if cfg.algo.name == "gumbel_alphazero" else "puct"
+    if cfg.game.kind not in GAME_KINDS:
+        raise ValueError(f"game.kind must be one of {GAME_KINDS}, got {cfg.game.kind!r}")
+    expected = "gumbel" if cfg.algo.name in GUMBEL_ALGORITHMS else "puct"
     if cfg.search.policy != expected:
         raise ValueError(
             f"algo {cfg.algo.name} searches with search.policy={expected}, got "
             f"{cfg.search.policy!r}"
         )
+    if cfg.game.kind != "openspiel" and cfg.algo.name not in LATENT_ALGORITHMS:
+        raise ValueError(
+            f"game.kind={cfg.game.kind} has no simulator for the search to plan with; use a "
+            f"learned-model algorithm: algo={' | '.join(LATENT_ALGORITHMS)}"
+        )
 
 
-def train(cfg: TrainConfig) -> dict:
-    """Train; returns a summary (steps, wall time, last evaluation)."""
-    validate(cfg)
-    run_dir = claim_run_dir(cfg)
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
-    game = BoardGame(cfg.game.name, cfg.game.params, max_moves=cfg.game.max_moves)
-    network = build_network(game, cfg.model)
-    settings = search_settings(cfg)
-    optim = OptimSettings(**dataclasses.asdict(cfg.optim))
-    metadata = {
-        "game": game.spec,
-        "model": dataclasses.asdict(cfg.model),
-        "search": dataclasses.asdict(settings),
-        "algo": cfg.algo.name,
-        "config": dataclasses.asdict(cfg),
-    }
-    system = System(network, AlphaZeroObjective(), optim, metadata=metadata)
-    replay = ReplayBuffer(
-        cfg.replay.capacity,
-        alphazero_fields(game.obs_shape, game.num_actions),
-        prioritized=cfg.replay.prioritized,
-        alpha=cfg.replay.alpha,
-        beta=cfg.replay.beta,
-    )
+def loop_settings(cfg: TrainConfig) -> LoopSettings:
     t = cfg.trainer
-    loop = LoopSettings(
+    return LoopSettings(
         batch_size=t.batch_size,
         replay_ratio=t.replay_ratio,
         warmup_moves=t.warmup_moves,
@@ -144,10 +139,36 @@ def train(cfg: TrainConfig) -> dict:
         temperature_moves=t.temperature_moves,
         resign_threshold=t.resign_threshold,
     )
-    data = SelfPlayDataModule(game, network, settings, loop, replay, seed=cfg.seed)
-    evaluation = EvaluationCallback(
-        game,
-        settings,
+
+
+def build_alphazero(cfg: TrainConfig, run_dir: Path):
+    """``(system, data module, evaluation callback)`` for AlphaZero and Gumbel AlphaZero."""
+    game = BoardGame(cfg.game.name, cfg.game.params, max_moves=cfg.game.max_moves)
+    network = build_network(game, cfg.model)
+    settings = search_settings(cfg)
+    metadata = {
+        "game": game.spec,
+        "model": dataclasses.asdict(cfg.model),
+        "search": dataclasses.asdict(settings),
+        "algo": cfg.algo.name,
+        "config": dataclasses.asdict(cfg),
+    }
+    optim = OptimSettings(**dataclasses.asdict(cfg.optim))
+    system = System(network, AlphaZeroObjective(), optim, metadata=metadata)
+    replay = ReplayBuffer(
+        cfg.replay.capacity,
+        alphazero_fields(game.obs_shape, game.num_actions),
+        prioritized=cfg.replay.prioritized,
+        alpha=cfg.replay.alpha,
+        beta=cfg.replay.beta,
+    )
+    data = SelfPlayDataModule(game, network, settings, loop_settings(cfg), replay, seed=cfg.seed)
+    evaluation = EvaluationCallback(game, settings, **_board_eval_args(cfg, run_dir))
+    return system, data, evaluation
+
+
+def _board_eval_args(cfg: TrainConfig, run_dir: Path) -> dict:
+    return dict(
         every=cfg.eval.every,
         games=cfg.eval.games,
         opponents=list(cfg.eval.opponents),
@@ -159,6 +180,107 @@ def train(cfg: TrainConfig) -> dict:
         run_dir=run_dir,
         seed=cfg.seed,
     )
+
+
+def build_latent(cfg: TrainConfig, run_dir: Path):
+    """``(system, data module, evaluation callback)`` for MuZero, Gumbel MuZero, EfficientZero."""
+    environment = make_environment(cfg.game, cfg.trainer.num_games, seed=cfg.seed)
+    algo = cfg.algo
+    network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
+    settings = search_settings(cfg)
+    metadata = {
+        "game": environment.spec,
+        "model": dataclasses.asdict(cfg.model),
+        "search": dataclasses.asdict(settings),
+        "algo": algo.name,
+        "config": dataclasses.asdict(cfg),
+    }
+    objective = MuZeroObjective(
+        unroll_steps=algo.unroll_steps,
+        policy_weight=algo.policy_weight,
+        value_weight=algo.value_weight,
+        reward_weight=algo.reward_weight,
+        consistency_weight=algo.consistency_weight,
+        value_prefix_horizon=algo.value_prefix_horizon,
+    )
+    optim = OptimSettings(**dataclasses.asdict(cfg.optim))
+    system = System(network, objective, optim, metadata=metadata)
+    replay = EpisodeReplay(
+        cfg.replay.capacity,
+        environment.obs_shape,
+        environment.obs_dtype,
+        environment.num_actions,
+        UnrollSettings(
+            unroll_steps=algo.unroll_steps,
+            td_steps=algo.td_steps,
+            discount=algo.discount,
+            frame_stack=environment.frame_stack,
+        ),
+        prioritized=cfg.replay.prioritized,
+        alpha=cfg.replay.alpha,
+        beta=cfg.replay.beta,
+    )
+    latent = LatentSettings(
+        discount=algo.discount,
+        target_update_every=algo.target_update_every,
+        reanalyze_value=algo.reanalyze_value,
+        reanalyze_policy=algo.reanalyze_policy,
+        value_prefix_horizon=algo.value_prefix_horizon,
+        consistency=algo.consistency_weight > 0,
+        temperature_schedule=tuple(tuple(pair) for pair in algo.temperature_schedule),
+    )
+    data = LatentSelfPlayDataModule(
+        environment.env,
+        network,
+        settings,
+        loop_settings(cfg),
+        latent,
+        replay,
+        seed=cfg.seed,
+        two_player=environment.two_player,
+    )
+
+    def make_agent(net, simulations: int, name: str) -> LatentSearchAgent:
+        return LatentSearchAgent(
+            net,
+            settings,
+            discount=algo.discount,
+            two_player=environment.two_player,
+            value_prefix_horizon=algo.value_prefix_horizon,
+            game=environment.game,
+            num_simulations=simulations,
+            name=name,
+        )
+
+    if environment.game is not None:  # a board game: matches against opponents, Elo
+        args = _board_eval_args(cfg, run_dir)
+        evaluation = EvaluationCallback(environment.game, settings, **args, make_agent=make_agent)
+    else:
+        evaluation = EpisodeEvaluationCallback(
+            lambda: (
+                make_environment(
+                    cfg.game, min(cfg.eval.games, 16), seed=cfg.seed + 1, training=False
+                ).env
+            ),
+            make_agent,
+            every=cfg.eval.every,
+            episodes=cfg.eval.games,
+            simulations=cfg.eval.simulations,
+            run_dir=run_dir,
+            seed=cfg.seed,
+            target_return=cfg.eval.target_return,
+        )
+    return system, data, evaluation
+
+
+def train(cfg: TrainConfig) -> dict:
+    """Train; returns a summary (steps, wall time, last evaluation)."""
+    validate(cfg)
+    run_dir = claim_run_dir(cfg)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    build = build_latent if cfg.algo.name in LATENT_ALGORITHMS else build_alphazero
+    system, data, evaluation = build(cfg, run_dir)
+    optim, t = system.optim, cfg.trainer
     checkpoints = ModelCheckpoint(
         dirpath=run_dir / "checkpoints",
         filename="step{step:06d}",

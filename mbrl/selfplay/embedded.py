@@ -69,39 +69,33 @@ class _BatchStream(IterableDataset):
             yield self.source.next_batch()
 
 
-class SelfPlayDataModule(L.LightningDataModule):
-    def __init__(
-        self,
-        game: BoardGame,
-        learner_network: torch.nn.Module,
-        search: SearchSettings,
-        loop: LoopSettings,
-        replay: ReplayBuffer,
-        *,
-        seed: int,
-    ):
+class EmbeddedLoop(L.LightningDataModule):
+    """What every embedded loop shares: the exact replay ratio, the sized batch stream and the
+    actor's copy of the network. Subclasses play (``collect``), count (``moves_played``) and
+    sample (``sample_batch``)."""
+
+    def __init__(self, learner_network: torch.nn.Module, loop: LoopSettings, *, seed: int):
         super().__init__()
-        self.game, self.search, self.loop, self.replay = game, search, loop, replay
-        if set(replay.data) != set(alphazero_fields(game.obs_shape, game.num_actions)):
-            raise ValueError(f"replay fields {sorted(replay.data)} do not fit AlphaZero targets")
+        self.loop = loop
         self.learner_network = learner_network
         self.actor_network = copy.deepcopy(learner_network).eval().requires_grad_(False)
-        self.model = GameModel(game, self.actor_network)
-        self.actor = SelfPlayActor(
-            game,
-            self.model,
-            search,
-            num_games=loop.num_games,
-            temperature_moves=loop.temperature_moves,
-            seed=seed,
-            resign_threshold=loop.resign_threshold,
-        )
         self.rng = np.random.default_rng(seed)
         self.gradient_steps = 0
         self.last_sync = 0
         self.collect_seconds = 0.0
-        self.outcomes = np.zeros(3, np.int64)  # first player won, drew, lost (recent games)
-        self.game_lengths: list[int] = []
+
+    @property
+    def moves_played(self) -> int:
+        raise NotImplementedError
+
+    def has_data(self) -> bool:
+        raise NotImplementedError
+
+    def collect(self) -> None:
+        raise NotImplementedError
+
+    def sample_batch(self) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
 
     def train_dataloader(self):
         trainer = getattr(self, "trainer", None)
@@ -114,30 +108,85 @@ class SelfPlayDataModule(L.LightningDataModule):
     def next_batch(self) -> dict[str, torch.Tensor]:
         self.gradient_steps += 1
         needed = self.moves_needed(self.gradient_steps)
-        if self.actor.moves_played < needed or len(self.replay) == 0:
+        if self.moves_played < needed or not self.has_data():
             self._sync_weights()
-        while self.actor.moves_played < needed or len(self.replay) == 0:
+        while self.moves_played < needed or not self.has_data():
+            start = time.perf_counter()
             self.collect()
-        sample = self.replay.sample(self.loop.batch_size, self.rng)
-        batch = {name: torch.from_numpy(values) for name, values in sample.fields.items()}
-        batch["weights"] = torch.from_numpy(sample.weights)
-        batch["indices"] = torch.from_numpy(sample.indices)
-        return batch
+            self.collect_seconds += time.perf_counter() - start
+        return self.sample_batch()
 
     def _sync_weights(self) -> None:
         if self.gradient_steps - self.last_sync >= self.loop.sync_every or self.last_sync == 0:
             self.actor_network.load_state_dict(self.learner_network.state_dict())
             self.last_sync = max(self.gradient_steps, 1)
 
+    def state_dict(self) -> dict:
+        return {
+            "actor_network": self.actor_network.state_dict(),
+            "rng": self.rng.bit_generator.state,
+            "gradient_steps": self.gradient_steps,
+            "last_sync": self.last_sync,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.actor_network.load_state_dict(state["actor_network"])
+        self.rng.bit_generator.state = state["rng"]
+        self.gradient_steps = int(state["gradient_steps"])
+        self.last_sync = int(state["last_sync"])
+
+
+class SelfPlayDataModule(EmbeddedLoop):
+    """AlphaZero's loop: the true game as the model, positions as replay items."""
+
+    def __init__(
+        self,
+        game: BoardGame,
+        learner_network: torch.nn.Module,
+        search: SearchSettings,
+        loop: LoopSettings,
+        replay: ReplayBuffer,
+        *,
+        seed: int,
+    ):
+        super().__init__(learner_network, loop, seed=seed)
+        self.game, self.search, self.replay = game, search, replay
+        if set(replay.data) != set(alphazero_fields(game.obs_shape, game.num_actions)):
+            raise ValueError(f"replay fields {sorted(replay.data)} do not fit AlphaZero targets")
+        self.model = GameModel(game, self.actor_network)
+        self.actor = SelfPlayActor(
+            game,
+            self.model,
+            search,
+            num_games=loop.num_games,
+            temperature_moves=loop.temperature_moves,
+            seed=seed,
+            resign_threshold=loop.resign_threshold,
+        )
+        self.outcomes = np.zeros(3, np.int64)  # first player won, drew, lost (recent games)
+        self.game_lengths: list[int] = []
+
+    @property
+    def moves_played(self) -> int:
+        return self.actor.moves_played
+
+    def has_data(self) -> bool:
+        return len(self.replay) > 0
+
+    def sample_batch(self) -> dict[str, torch.Tensor]:
+        sample = self.replay.sample(self.loop.batch_size, self.rng)
+        batch = {name: torch.from_numpy(values) for name, values in sample.fields.items()}
+        batch["weights"] = torch.from_numpy(sample.weights)
+        batch["indices"] = torch.from_numpy(sample.indices)
+        return batch
+
     def collect(self) -> None:
         """One move in every game; finished games go to replay."""
-        start = time.perf_counter()
         for trajectory in self.actor.step():
             self.replay.add(alphazero_positions(trajectory))
             first = trajectory.returns[0]
             self.outcomes[0 if first > 0 else 1 if first == 0 else 2] += 1
             self.game_lengths.append(len(trajectory.actions))
-        self.collect_seconds += time.perf_counter() - start
 
     def update_priorities(self, indices: torch.Tensor, errors: torch.Tensor) -> None:
         if self.replay.prioritized:
@@ -168,19 +217,13 @@ class SelfPlayDataModule(L.LightningDataModule):
 
     def state_dict(self) -> dict:
         return {
+            **super().state_dict(),
             "replay": self.replay.state_dict(),
             "actor": self.actor.state_dict(),
-            "actor_network": self.actor_network.state_dict(),
-            "rng": self.rng.bit_generator.state,
-            "gradient_steps": self.gradient_steps,
-            "last_sync": self.last_sync,
         }
 
     def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
         if state["replay"] is not None:  # only last.ckpt carries the replay buffer
             self.replay.load_state_dict(state["replay"])
         self.actor.load_state_dict(state["actor"])
-        self.actor_network.load_state_dict(state["actor_network"])
-        self.rng.bit_generator.state = state["rng"]
-        self.gradient_steps = int(state["gradient_steps"])
-        self.last_sync = int(state["last_sync"])

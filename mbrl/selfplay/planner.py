@@ -54,28 +54,47 @@ def plan(
     """Search from every state in ``states`` at once (none may be terminal); ``inputs`` are the
     roots' ``(obs, legal)`` when the caller already has them."""
     root, legal = model.root(states, inputs)
+    return search_roots(
+        root, legal, model.recurrent_fn, settings, keys=keys, deterministic=deterministic
+    )
+
+
+def search_roots(
+    root: search.RootOutput,
+    legal: np.ndarray,
+    recurrent_fn,
+    settings: SearchSettings,
+    *,
+    keys: np.ndarray | int = 0,
+    deterministic: bool = False,
+    temperature: float = 1.0,
+    value_prefix_horizon: int | None = None,
+) -> search.SearchOutput:
+    """The configured search from given roots (the true game's or a learned model's)."""
     common = dict(
         num_simulations=settings.num_simulations,
         legal_mask=legal,
         seed=keys,
         deterministic=deterministic,
+        value_prefix_horizon=value_prefix_horizon,
     )
     if settings.policy == "gumbel":
         return search.gumbel_muzero_policy(
             root,
-            model.recurrent_fn,
+            recurrent_fn,
             max_num_considered_actions=settings.max_num_considered_actions,
             gumbel_scale=settings.gumbel_scale,
             **common,
         )
     return search.muzero_policy(
         root,
-        model.recurrent_fn,
+        recurrent_fn,
         dirichlet_alpha=settings.dirichlet_alpha,
         dirichlet_fraction=settings.dirichlet_fraction,
         dirichlet_legal_only=settings.dirichlet_legal_only,
         pb_c_init=settings.pb_c_init,
         pb_c_base=settings.pb_c_base,
+        temperature=temperature,
         qtransform=search.qtransform_tree_min_max()
         if settings.qtransform == "tree_min_max"
         else None,

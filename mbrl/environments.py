@@ -1,0 +1,91 @@
+"""Build a batched environment (and its learned-model network) from the ``game`` config.
+
+Learned-model agents train on any protocol environment: OpenSpiel board games (through
+``BoardGameEnv``), Gymnasium classic control, or Atari with EfficientZero's protocol. This module
+is the one place that maps ``game.kind`` to an environment and says what the replay and the
+network need to know about it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from games import BoardGame, BoardGameEnv, ClassicControlEnv
+from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
+
+
+class Environment(NamedTuple):
+    env: Any  # reset(seeds, indices) / step(actions) -> TimeStep, batch_size B
+    obs_shape: tuple[int, ...]
+    obs_dtype: np.dtype
+    num_actions: int
+    frame_stack: int  # frames stacked along the observation's first axis
+    two_player: bool
+    game: BoardGame | None  # the rule book of a board game (for matches), else None
+    spec: dict  # what a checkpoint records about the game
+
+
+def make_environment(game_cfg, batch_size: int, *, seed: int, training: bool = True) -> Environment:
+    kind = game_cfg.kind
+    if kind == "openspiel":
+        game = BoardGame(game_cfg.name, game_cfg.params, max_moves=game_cfg.max_moves)
+        return Environment(
+            BoardGameEnv(game, batch_size),
+            game.obs_shape,
+            np.dtype(np.float32),
+            game.num_actions,
+            1,
+            True,
+            game,
+            game.spec,
+        )
+    if kind == "classic":
+        env = ClassicControlEnv(game_cfg.name, batch_size)
+        return Environment(
+            env, env.obs_shape, np.dtype(np.float32), env.num_actions, 1, False, None, env.spec
+        )
+    if kind == "atari":
+        from games.atari import AtariEnv, AtariSettings
+
+        settings = AtariSettings(game=game_cfg.name, **dataclasses.asdict(game_cfg.atari))
+        settings = settings.train() if training else settings.evaluation()
+        env = AtariEnv(settings, batch_size, seed=seed)
+        spec = {
+            "kind": "atari",
+            "name": settings.rom_id,
+            "obs_shape": list(env.obs_shape),
+            "num_actions": env.num_actions,
+        }
+        return Environment(
+            env,
+            tuple(env.obs_shape),
+            np.dtype(np.uint8),
+            env.num_actions,
+            settings.frame_stack,
+            False,
+            None,
+            spec,
+        )
+    raise ValueError(f"game.kind must be openspiel, classic or atari, got {kind!r}")
+
+
+def build_latent_network(obs_shape: tuple[int, ...], num_actions: int, cfg) -> MuZeroNet:
+    model = cfg.model
+    settings = MuZeroNetSettings(
+        channels=model.channels,
+        blocks=model.blocks,
+        latent_dim=model.latent_dim,
+        head_hidden=model.head_hidden,
+        support_size=model.support_size,
+        reward_support_size=model.reward_support_size,
+        value_prefix=cfg.algo.value_prefix_horizon > 0,
+        lstm_hidden=model.lstm_hidden,
+        projection_dim=model.projection_dim,
+        projection_hidden=model.projection_hidden,
+        downsample=model.downsample,
+        action_encoding=model.action_encoding,
+    )
+    return MuZeroNet(obs_shape, num_actions, settings)

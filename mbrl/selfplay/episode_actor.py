@@ -1,0 +1,174 @@
+"""Self-play with a learned model: B episodes of a batched environment, one search per step.
+
+The environment is any ``games`` protocol env (``reset(seeds, indices)``, ``step(actions)``
+returning ``TimeStep``; a finished slot stays finished until it is reset): CartPole, Atari, or
+OpenSpiel board games through ``BoardGameEnv``. Each step searches all B roots with the learned
+model at once, plays, records, and hands finished episodes out as ``Episode`` records; their slots
+start a new episode at once.
+
+Action choice: Gumbel search plays the action its sequential halving chose; PUCT samples from the
+visit counts at the configured temperature for the first ``temperature_moves`` moves of an
+episode (MuZero's schedule lowers the temperature as training goes on) and plays the most
+visited action after that.
+
+Observations are recorded as their newest frame only (the replay rebuilds stacks). A resumed run
+keeps its finished episodes and counters; episodes in progress at the checkpoint are restarted
+(environment emulator states are not checkpointed).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from games import TimeStep
+from mbrl.replay.episodes import Episode
+from mbrl.selfplay.latent_model import LatentModel
+from mbrl.selfplay.planner import SearchSettings, root_keys, search_roots
+
+_RECORDED = ("frames", "actions", "rewards", "to_play", "policy", "root_value", "legal", "turns")
+
+
+class EpisodeActor:
+    def __init__(
+        self,
+        env,
+        model: LatentModel,
+        settings: SearchSettings,
+        *,
+        seed: int,
+        frame_channels: int | None = None,
+        two_player: bool = False,
+        temperature_moves: int = 10**9,
+        value_prefix_horizon: int = 0,
+    ):
+        self.env, self.model, self.settings = env, model, settings
+        self.num_envs = env.batch_size
+        self.seed = seed
+        self.frame_channels = frame_channels  # None: keep the whole observation
+        self.two_player = two_player
+        self.temperature_moves = temperature_moves
+        self.temperature = 1.0
+        self.value_prefix_horizon = value_prefix_horizon or None
+        self.next_episode_id = 0
+        self.episode_ids = np.zeros(self.num_envs, np.int64)
+        self.moves = np.zeros(self.num_envs, np.int64)
+        self.records: list[dict[str, list]] = [{} for _ in range(self.num_envs)]
+        self.moves_played = 0
+        self.episodes_finished = 0
+        self.simulations = 0
+        self.search_seconds = 0.0
+        self.env_seconds = 0.0
+        self.returns: list[float] = []  # undiscounted returns of finished episodes (player 0)
+        self.timestep = self._reset(np.arange(self.num_envs), seeded=True)
+
+    def _reset(self, slots: np.ndarray, seeded: bool = False) -> TimeStep:
+        """Start new episodes in ``slots``. Only the first reset (and a resume) seeds the
+        environments: later episodes continue each slot's own seeded stream, and an Atari
+        slot after a lost life must continue its game rather than be re-seeded."""
+        ids = self.next_episode_id + np.arange(len(slots))
+        self.next_episode_id += len(slots)
+        for slot, episode_id in zip(slots.tolist(), ids.tolist(), strict=True):
+            self.episode_ids[slot] = episode_id
+            self.moves[slot] = 0
+            self.records[slot] = {name: [] for name in _RECORDED}
+        seeds = [(self.seed * 1_000_003 + int(i)) % 2**31 for i in ids] if seeded else None
+        return self.env.reset(seeds=seeds, indices=slots)
+
+    def step(self) -> list[Episode]:
+        """One step in every episode; returns the episodes that finished."""
+        ts = self.timestep
+        keys = root_keys(self.seed, self.episode_ids, self.moves)
+        start = time.perf_counter()
+        root = self.model.root(ts.obs)
+        output = search_roots(
+            root,
+            ts.legal,
+            self.model.recurrent_fn,
+            self.settings,
+            keys=keys,
+            temperature=self.temperature,
+            value_prefix_horizon=self.value_prefix_horizon,
+        )
+        self.search_seconds += time.perf_counter() - start
+        self.simulations += self.num_envs * self.settings.num_simulations
+        actions = self._choose(output)
+        start = time.perf_counter()
+        next_ts = self.env.step(actions)
+        self.env_seconds += time.perf_counter() - start
+        for slot in range(self.num_envs):
+            record = self.records[slot]
+            obs = ts.obs[slot]
+            record["frames"].append(
+                obs if self.frame_channels is None else obs[-self.frame_channels :]
+            )
+            record["actions"].append(actions[slot])
+            record["rewards"].append(next_ts.reward[slot])
+            record["to_play"].append(ts.to_play[slot])
+            record["policy"].append(output.action_weights[slot])
+            record["root_value"].append(output.root_value[slot])
+            record["legal"].append(ts.legal[slot])
+            if next_ts.done[slot]:
+                record["turns"].append(self.two_player)
+            else:
+                record["turns"].append(bool(next_ts.to_play[slot] != ts.to_play[slot]))
+        self.moves += 1
+        self.moves_played += self.num_envs
+        done = np.flatnonzero(next_ts.done)
+        finished = self._finish(done, next_ts)
+        self.timestep = self._reset(done) if len(done) else next_ts
+        return finished
+
+    def _choose(self, output) -> np.ndarray:
+        if self.settings.policy == "gumbel":
+            return output.action.astype(np.int64)
+        greedy = np.argmax(output.visit_counts, axis=1)
+        sampled = self.moves < self.temperature_moves
+        return np.where(sampled, output.action, greedy).astype(np.int64)
+
+    def _finish(self, done: np.ndarray, ts: TimeStep) -> list[Episode]:
+        if not len(done):
+            return []
+        truncated = done[~ts.terminated[done]]
+        final_values = np.zeros(self.num_envs, np.float32)
+        if len(truncated):  # bootstrap past the time limit from the network's value
+            final_values[truncated] = self.model.values(ts.obs[truncated])
+        episodes = []
+        for slot in done.tolist():
+            record = self.records[slot]
+            rewards = np.asarray(record["rewards"], np.float32)
+            to_play = np.asarray(record["to_play"], np.int64)
+            episodes.append(
+                Episode(
+                    obs=np.stack(record["frames"]),
+                    actions=np.asarray(record["actions"], np.int64),
+                    rewards=rewards,
+                    to_play=to_play,
+                    policy=np.stack(record["policy"]).astype(np.float32),
+                    root_value=np.asarray(record["root_value"], np.float32),
+                    legal=np.stack(record["legal"]),
+                    turn_changes=np.asarray(record["turns"], np.bool_),
+                    terminated=bool(ts.terminated[slot]),
+                    final_value=float(final_values[slot]),
+                )
+            )
+            # Player 0's return: rewards are the mover's, so the opponent's count negatively.
+            self.returns.append(float(np.where(to_play == 0, rewards, -rewards).sum()))
+        self.episodes_finished += len(episodes)
+        return episodes
+
+    def state_dict(self) -> dict:
+        return {
+            "next_episode_id": self.next_episode_id,
+            "moves_played": self.moves_played,
+            "episodes_finished": self.episodes_finished,
+            "simulations": self.simulations,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.next_episode_id = int(state["next_episode_id"])
+        self.moves_played = int(state["moves_played"])
+        self.episodes_finished = int(state["episodes_finished"])
+        self.simulations = int(state["simulations"])
+        self.timestep = self._reset(np.arange(self.num_envs), seeded=True)  # restart them

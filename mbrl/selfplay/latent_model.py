@@ -1,0 +1,98 @@
+"""A learned model as the search's model: MuZero's ``recurrent_fn`` over latent tensors.
+
+Roots are ``h(obs)``; a simulation runs ``g`` on the parent's latent and ``f`` on the child's, one
+batched call each for the whole batch. Embeddings are torch tensors indexed by node (the search
+keeps them as ``[B, N + 1, ...]`` on the network's device, CPU or CUDA). With EfficientZero's
+value prefix the embedding is ``(latent, h, c)`` and the search's ``is_reset`` zeroes the LSTM
+state of the nodes that start a new horizon.
+
+Discounts follow the search's contract: ``gamma`` in single-agent games, ``-gamma`` in two-player
+zero-sum games (a learned model of a board game alternates the mover at every step, as in MuZero);
+the model never declares a terminal state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import search
+from mbrl.networks.support import ScalarSupport
+
+
+class LatentModel:
+    def __init__(
+        self,
+        network: torch.nn.Module,
+        *,
+        discount: float,
+        two_player: bool,
+        value_prefix_horizon: int = 0,
+    ):
+        self.network = network
+        self.device = next(network.parameters()).device
+        self.value_support = ScalarSupport(network.settings.support_size)
+        self.reward_support = ScalarSupport(network.settings.reward_support_size)
+        self.edge_discount = -discount if two_player else discount
+        self.value_prefix = value_prefix_horizon > 0
+        if self.value_prefix != network.settings.value_prefix:
+            raise ValueError(
+                "the search's value_prefix_horizon and the network's value_prefix must agree "
+                f"(horizon {value_prefix_horizon}, network value_prefix="
+                f"{network.settings.value_prefix})"
+            )
+        self.network_calls = 0
+
+    def _tensor(self, obs: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(obs)).to(self.device)
+
+    def values(self, obs: np.ndarray) -> np.ndarray:
+        """``f(h(obs))``'s value ``[B]`` (e.g. to bootstrap after a time limit)."""
+        return self.evaluate(obs)[1]
+
+    @torch.inference_mode()
+    def evaluate(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``f(h(obs))`` as ``(policy logits [B, A], value [B])``: the raw policy."""
+        self.network_calls += 1
+        logits, value_logits = self.network.predict(self.network.represent(self._tensor(obs)))
+        return logits.float().cpu().numpy(), self.value_support.to_scalar(
+            value_logits
+        ).cpu().numpy()
+
+    @torch.inference_mode()
+    def root(self, obs: np.ndarray) -> search.RootOutput:
+        self.network_calls += 1
+        latent = self.network.represent(self._tensor(obs))
+        logits, value_logits = self.network.predict(latent)
+        embedding = latent
+        if self.value_prefix:
+            h, c = self.network.initial_lstm_state(len(latent), latent.device)
+            embedding = (latent, h[0], c[0])  # batch-first, as the search stores embeddings
+        return search.RootOutput(
+            prior_logits=logits.float().cpu().numpy(),
+            value=self.value_support.to_scalar(value_logits).cpu().numpy(),
+            embedding=embedding,
+        )
+
+    @torch.inference_mode()
+    def recurrent_fn(self, embedding, action: torch.Tensor, is_reset: np.ndarray | None = None):
+        self.network_calls += 1
+        if self.value_prefix:
+            latent, h, c = embedding
+            latent, reward_logits, (h, c) = self.network.dynamics(
+                latent, action, (h.unsqueeze(0).contiguous(), c.unsqueeze(0).contiguous())
+            )
+            keep = torch.from_numpy(~is_reset).to(latent.device, latent.dtype).view(1, -1, 1)
+            new_embedding = (latent, (h * keep)[0], (c * keep)[0])
+        else:
+            latent, reward_logits, _ = self.network.dynamics(embedding, action)
+            new_embedding = latent
+        logits, value_logits = self.network.predict(latent)
+        batch = len(latent)
+        step = search.StepOutput(
+            reward=self.reward_support.to_scalar(reward_logits).cpu().numpy(),
+            discount=np.full(batch, self.edge_discount, np.float32),
+            prior_logits=logits.float().cpu().numpy(),
+            value=self.value_support.to_scalar(value_logits).cpu().numpy(),
+        )
+        return step, new_embedding
