@@ -315,6 +315,8 @@ def train(cfg: TrainConfig) -> dict:
         warnings.filterwarnings("ignore", message="Checkpoint directory .* exists and is not empty")
         # The stream reports a length only to stop Lightning's prefetch (see embedded.py).
         warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")
+        # The data module resumes through its own state_dict (replay, actor, RNG, counters).
+        warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended")
         trainer.fit(system, datamodule=data, ckpt_path=resume)
     trainer.save_checkpoint(last)
     return {

@@ -1,0 +1,177 @@
+"""Episode replay: unroll targets against hand computations and a brute-force reference."""
+
+import numpy as np
+import pytest
+
+from mbrl.replay.episodes import Episode, EpisodeReplay, UnrollSettings
+
+
+def episode(
+    length,
+    *,
+    rewards=None,
+    values=None,
+    turns=False,
+    terminated=True,
+    final_value=0.0,
+    obs=None,
+    num_actions=3,
+):
+    rng = np.random.default_rng(length)
+    rewards = np.arange(1, length + 1, dtype=np.float32) if rewards is None else rewards
+    values = 10.0 * np.arange(1, length + 1, dtype=np.float32) if values is None else values
+    policy = rng.dirichlet(np.ones(num_actions), size=length).astype(np.float32)
+    return Episode(
+        obs=np.arange(length, dtype=np.float32)[:, None] if obs is None else obs,
+        actions=rng.integers(0, num_actions, size=length),
+        rewards=np.asarray(rewards, np.float32),
+        to_play=(np.arange(length) % 2 if turns else np.zeros(length)).astype(np.int64),
+        policy=policy,
+        root_value=np.asarray(values, np.float32),
+        legal=np.ones((length, num_actions), np.bool_),
+        turn_changes=np.full(length, turns),
+        terminated=terminated,
+        final_value=final_value,
+    )
+
+
+def replay(capacity=100, *, k=3, n=2, gamma=0.5, obs_shape=(1,), stack=1, prioritized=False):
+    settings = UnrollSettings(unroll_steps=k, td_steps=n, discount=gamma, frame_stack=stack)
+    return EpisodeReplay(capacity, obs_shape, np.float32, 3, settings, prioritized=prioritized)
+
+
+def unroll_at(buffer, position):
+    rng = np.random.default_rng(0)
+    return buffer.unroll(np.array([position]), np.ones(1, np.float32), rng, future_obs=True)
+
+
+def test_n_step_values_rewards_and_absorbing_end_by_hand():
+    buffer = replay()
+    buffer.add(episode(6))  # rewards 1..6, values 10..60, gamma 0.5, n 2
+    at2 = unroll_at(buffer, 2)
+    # z_u = r_u + g r_{u+1} + g^2 v_{u+2}
+    assert at2.value[0].tolist() == [3 + 0.5 * 4 + 0.25 * 50, 4 + 0.5 * 5 + 0.25 * 60, 5 + 3, 6]
+    assert at2.reward[0].tolist() == [0, 3, 4, 5]
+    assert at2.policy_mask[0].tolist() == [1, 1, 1, 1]
+    at4 = unroll_at(buffer, 4)  # steps 4, 5 inside; 6, 7 past a termination: absorbing
+    assert at4.value[0].tolist() == [5 + 3, 6, 0, 0]
+    assert at4.value_mask[0].tolist() == [1, 1, 1, 1]
+    assert at4.policy_mask[0].tolist() == [1, 1, 0, 0]
+    assert at4.reward[0].tolist() == [0, 5, 6, 0]
+    assert at4.reward_mask[0].tolist() == [0, 1, 1, 1]
+    assert not at4.policy[0, 2:].any()
+    assert at4.bootstrap_index[0].tolist() == [-1, -1, -1, -1]
+
+
+def test_truncated_episode_bootstraps_from_the_final_value_and_masks_past_its_end():
+    buffer = replay()
+    buffer.add(episode(6, terminated=False, final_value=100.0))
+    at4 = unroll_at(buffer, 4)
+    assert at4.value[0, :2].tolist() == [5 + 0.5 * 6 + 0.25 * 100, 6 + 0.5 * 100]
+    assert at4.value_mask[0].tolist() == [1, 1, 0, 0]
+    assert at4.reward_mask[0].tolist() == [0, 1, 1, 0]  # r_5 is known; nothing after
+    assert at4.bootstrap_discount[0, :2].tolist() == [0.25, 0.5]
+
+
+def test_two_player_returns_alternate_sign():
+    buffer = replay(gamma=1.0, n=3)
+    buffer.add(episode(5, turns=True, rewards=[0, 0, 0, 0, 1]))  # player to move at 4 wins
+    at0 = unroll_at(buffer, 0)
+    # z_u = r_u - r_{u+1} + r_{u+2} - v_{u+3}
+    assert at0.value[0].tolist() == [0 - 0 + 0 - 40, 0 - 0 + 0 - 50, 0 - 0 + 1, -1]
+    at3 = unroll_at(buffer, 3)
+    assert at3.value[0, :2].tolist() == [-1, 1]  # the loser sees -1, the winner +1
+
+
+def brute_force_value(ep: Episode, u: int, n: int, gamma: float) -> float:
+    total, discount = 0.0, 1.0
+    for i in range(n):
+        if u + i >= len(ep.actions):
+            return total + (0.0 if ep.terminated else discount * ep.final_value)
+        total += discount * ep.rewards[u + i]
+        discount *= -gamma if ep.turn_changes[u + i] else gamma
+    if u + n < len(ep.actions):
+        return total + discount * ep.root_value[u + n]
+    return total + (0.0 if ep.terminated else discount * ep.final_value)
+
+
+@pytest.mark.parametrize("turns", [False, True])
+def test_every_value_target_matches_a_brute_force_reference(turns):
+    rng = np.random.default_rng(1)
+    buffer = replay(capacity=64, k=4, n=5, gamma=0.9)
+    episodes = []
+    for i in range(12):  # more than the capacity: the ring overwrites
+        ep = episode(
+            int(rng.integers(1, 12)),
+            rewards=rng.normal(size=12).astype(np.float32),
+            values=rng.normal(size=12).astype(np.float32),
+            turns=turns,
+            terminated=bool(i % 3),
+            final_value=float(rng.normal()),
+        )
+        length = len(ep.actions)
+        ep = ep._replace(rewards=ep.rewards[:length], root_value=ep.root_value[:length])
+        buffer.add(ep)
+        episodes.append((buffer.total_added - length, ep))
+    for start, ep in episodes:
+        for t in range(len(ep.actions)):
+            if start + t < buffer.oldest:
+                continue
+            targets = unroll_at(buffer, start + t)
+            for k in range(5):
+                if t + k < len(ep.actions):
+                    expected = brute_force_value(ep, t + k, 5, 0.9)
+                    assert targets.value[0, k] == pytest.approx(expected, abs=1e-5)
+
+
+def test_frame_stacks_are_rebuilt_from_stored_frames():
+    length, stack = 7, 4
+    frames = np.arange(length, dtype=np.float32).reshape(length, 1, 1, 1) * np.ones((1, 1, 2, 2))
+    stacked = np.stack(
+        [
+            np.concatenate([frames[max(t - b, 0)] for b in range(stack - 1, -1, -1)])
+            for t in range(length)
+        ]
+    )  # oldest first, the first frame repeated before the start
+    buffer = replay(obs_shape=(stack, 2, 2), stack=stack)
+    buffer.add(episode(length, obs=stacked))
+    assert buffer.frames.shape[1:] == (1, 2, 2)  # only the newest frame is stored
+    np.testing.assert_array_equal(buffer.observations(np.arange(length)), stacked)
+    targets = unroll_at(buffer, 2)
+    np.testing.assert_array_equal(targets.obs[0], stacked[2])
+    np.testing.assert_array_equal(targets.future_obs[0], stacked[3:6])
+
+
+def test_state_dict_round_trip_keeps_the_ring_and_priorities():
+    buffer = replay(capacity=20, prioritized=True)
+    for length in (8, 9, 7):
+        buffer.add(episode(length))
+    buffer.update_priorities(np.array([buffer.oldest + 1]), np.array([5.0]))
+    copy = replay(capacity=20, prioritized=True)
+    copy.load_state_dict(buffer.state_dict())
+    a = buffer.sample(16, np.random.default_rng(3))
+    b = copy.sample(16, np.random.default_rng(3))
+    for field in ("indices", "value", "policy", "actions", "weights"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    with pytest.raises(ValueError, match="capacity 20"):
+        replay(capacity=21).load_state_dict(buffer.state_dict())
+
+
+def test_prioritized_sampling_follows_priorities():
+    buffer = replay(prioritized=True)
+    buffer.add(episode(10))
+    buffer.update_priorities(np.arange(10), np.r_[np.full(9, 1e-3), 100.0])
+    positions, weights = buffer.sample_positions(200, np.random.default_rng(0))
+    assert (positions == 9).mean() > 0.9
+    assert weights[positions == 9].max() < weights[positions != 9].min()
+
+
+def test_a_capacity_that_cannot_fit_fails_at_start_up_with_the_estimate():
+    settings = UnrollSettings(frame_stack=4)
+    with pytest.raises(MemoryError, match=r"GiB.*lower replay.capacity"):
+        EpisodeReplay(10**9, (12, 96, 96), np.uint8, 18, settings)
+
+
+def test_an_episode_longer_than_the_replay_is_refused():
+    with pytest.raises(ValueError, match="does not fit"):
+        replay(capacity=4).add(episode(5))
