@@ -116,6 +116,7 @@ class OptimConfig:
     step_every: int = 1000
     gamma: float = 0.1
     grad_clip: float = 5.0
+    loss_limit: float = 1e6  # a loss above this (or NaN/inf) stops the run; 0 = no limit
 
 
 @dataclass

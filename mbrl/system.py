@@ -34,6 +34,7 @@ class OptimSettings:
     step_every: int = 1000  # step: multiply by gamma every so many steps
     gamma: float = 0.1
     grad_clip: float = 5.0
+    loss_limit: float = 1e6  # a loss above this (or NaN/inf) stops the run; 0 = no limit
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -90,9 +91,32 @@ class System(L.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int):
         loss, errors, metrics = self.objective(self.network, batch)
+        self._check_loss(loss, metrics)
         self.log_dict({f"train/{k}": v for k, v in metrics.items()}, batch_size=len(errors))
         self.log("train/lr", self.optimizers().param_groups[0]["lr"], batch_size=len(errors))
         return {"loss": loss, "priorities": errors}
+
+    def _check_loss(self, loss: torch.Tensor, metrics: dict[str, torch.Tensor]) -> None:
+        """Stop before a NaN, infinite or exploding loss reaches the weights (and so before
+        anything bad is checkpointed), naming the step, the term and the last good checkpoint."""
+        value = float(loss.detach())
+        limit = self.optim.loss_limit
+        if math.isfinite(value) and (not limit or value <= limit):
+            return
+        terms = {k: float(v) for k, v in metrics.items() if k.endswith("_loss")}
+        bad = [k for k, v in terms.items() if not math.isfinite(v)]
+        culprit = bad[0] if bad else max(terms, key=lambda k: terms[k], default="loss")
+        try:
+            last = self.trainer.checkpoint_callback.last_model_path
+        except (RuntimeError, AttributeError):  # not attached to a trainer, or no checkpoints
+            last = ""
+        last = last or "none written yet"
+        details = ", ".join(f"{k}={v:.4g}" for k, v in terms.items())
+        raise FloatingPointError(
+            f"training diverged at step {self.global_step}: loss={value:.4g} (limit "
+            f"{limit:g}, optim.loss_limit); offending term: {culprit} ({details}). Last good "
+            f"checkpoint: {last}. Lower optim.lr (or optim.grad_clip) and train from it."
+        )
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint[METADATA_KEY] = self.metadata

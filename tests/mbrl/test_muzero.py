@@ -220,3 +220,29 @@ def test_efficientzero_runs_on_atari_pong(tiny_config, tmp_path):
     replay = load_checkpoint(tmp_path)["LatentSelfPlayDataModule"]["replay"]
     assert replay["arrays"]["frames"].dtype == torch.uint8
     assert tuple(replay["arrays"]["frames"].shape[1:]) == (3, 96, 96)  # newest frame only
+
+
+def test_an_exploding_loss_stops_the_run_naming_step_term_and_checkpoint(tiny_config, tmp_path):
+    cfg = tiny_config(
+        f"run_dir={tmp_path}", "game=cartpole", "algo=muzero", "optim.loss_limit=1e-3"
+    )
+    with pytest.raises(
+        FloatingPointError, match=r"step 0: .*offending term: \w+_loss.*none written"
+    ):
+        train(cfg)
+    assert not (tmp_path / "checkpoints" / "last.ckpt").exists()
+
+
+def test_a_nan_loss_names_the_nan_term():
+    from mbrl.losses import LossOutput
+    from mbrl.system import OptimSettings, System
+
+    def objective(network, batch):
+        nan = torch.tensor(float("nan"))
+        return LossOutput(
+            nan, torch.zeros(1), {"policy_loss": torch.tensor(1.0), "value_loss": nan}
+        )
+
+    system = System(torch.nn.Linear(1, 1), objective, OptimSettings())
+    with pytest.raises(FloatingPointError, match="offending term: value_loss"):
+        system._check_loss(torch.tensor(float("nan")), objective(None, None).metrics)
