@@ -76,8 +76,12 @@ def check_compatible(metadata: dict, game_spec: dict, where: str) -> None:
     saved = metadata["game"]
     if saved != game_spec:
         raise ValueError(
-            f"{where} was trained for game {saved['name']} {saved['params']} "
-            f"(obs {saved['obs_shape']}, {saved['num_actions']} actions), not for "
-            f"{game_spec['name']} {game_spec['params']} (obs {game_spec['obs_shape']}, "
-            f"{game_spec['num_actions']} actions)"
+            f"{where} was trained for game {_describe(saved)}, not for {_describe(game_spec)}"
         )
+
+
+def _describe(spec: dict) -> str:
+    return (
+        f"{spec['name']} {spec.get('params', {})} (obs {list(spec['obs_shape'])}, "
+        f"{spec['num_actions']} actions)"
+    )

@@ -6,12 +6,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
 from games.opponents import make_opponent
 from mbrl.evaluation import play_match
+from mbrl.evaluation.episodes import run_episodes
 from mbrl.loading import load_agent
 
 
@@ -27,6 +29,9 @@ class EvalCommandConfig:
     opening_plies: int = 0  # random plies before play (each opening played from both seats);
     # use 2 or more against checkpoint:<path>, since two deterministic agents repeat one game
     output: str = ""  # JSON file for the results; default <checkpoint's run dir>/eval_results.json
+    # Single-agent checkpoints (CartPole, Atari) play `games` episodes instead of matches:
+    parallel: int = 8  # episodes played in lockstep
+    video: str = ""  # Atari: also record one episode to this .mp4 (or .gif)
 
 
 def _opponent(spec: str, loaded, simulations: int | None):
@@ -42,6 +47,8 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
     config = loaded.metadata["config"]
     simulations = config["search"]["eval_simulations"] if cfg.simulations < 0 else cfg.simulations
     agent = loaded.agent(simulations)
+    if loaded.game is None:
+        return _write_report(cfg, loaded, evaluate_episodes(cfg, loaded, agent, simulations))
     opponents = [_opponent(spec, loaded, simulations) for spec in cfg.opponents]
     results = {}
     for index, opponent in enumerate(track(opponents, description="evaluating", transient=True)):
@@ -74,6 +81,60 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
         "simulations": simulations,
         "results": results,
     }
+    return _write_report(cfg, loaded, report)
+
+
+def evaluate_episodes(cfg: EvalCommandConfig, loaded, agent, simulations: int) -> dict:
+    """Single-agent checkpoints: ``cfg.games`` episodes in the evaluation protocol (Atari: raw
+    rewards, no life loss, the 108k-frame cap), their returns, and for Atari the
+    human-normalized score and an optional video."""
+    spec = loaded.metadata["game"]
+    env = loaded.environment(min(cfg.parallel, cfg.games), seed=cfg.seed).env
+    returns = run_episodes(env, agent.act, cfg.games, seed=cfg.seed)
+    report = {
+        "checkpoint": str(cfg.checkpoint),
+        "game": spec,
+        "simulations": simulations,
+        "episodes": len(returns),
+        "returns": returns.tolist(),
+        "return_mean": float(returns.mean()),
+        "return_median": float(np.median(returns)),
+        "return_std": float(returns.std()),
+    }
+    table = Table(title=f"{cfg.checkpoint} ({spec['name']}, {simulations} simulations/step)")
+    for column in ("episodes", "mean", "median", "std", "min", "max"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(len(returns)),
+        *(f"{v:.1f}" for v in (returns.mean(), np.median(returns), returns.std())),
+        f"{returns.min():.1f}",
+        f"{returns.max():.1f}",
+    )
+    Console().print(table)
+    if spec.get("kind") == "atari":
+        _atari_extras(cfg, loaded, agent, spec["name"], returns, report)
+    return report
+
+
+def _atari_extras(cfg, loaded, agent, game: str, returns: np.ndarray, report: dict) -> None:
+    from mbrl.evaluation.atari_scores import REFERENCE_SCORES, aggregate, human_normalized
+    from mbrl.evaluation.video import record_episode, write_video
+
+    if game in REFERENCE_SCORES:
+        normalized = [human_normalized(game, r) for r in returns]
+        report["human_normalized"] = normalized
+        summary = aggregate({game: normalized}, seed=cfg.seed)
+        report["human_normalized_mean"] = summary["mean"].point
+        Console().print(f"human-normalized score: {summary['mean'].point:.3f} (mean over episodes)")
+    if cfg.video:
+        env = loaded.environment(1, seed=cfg.seed).env
+        frames, total = record_episode(env, agent.act, seed=cfg.seed, max_steps=27_000)
+        path = write_video(frames, cfg.video)
+        report["video"] = {"path": str(path), "return": float(total), "frames": len(frames)}
+        Console().print(f"video of one episode (return {total:.1f}) written to {path}")
+
+
+def _write_report(cfg: EvalCommandConfig, loaded, report: dict) -> dict:
     output = Path(cfg.output) if cfg.output else _run_dir(loaded.path) / "eval_results.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=1))

@@ -1,51 +1,92 @@
-"""Rebuild a trained agent (game, network, search settings) from a checkpoint."""
+"""Rebuild a trained agent (game, network, search settings) from a checkpoint.
+
+AlphaZero checkpoints give a ``SearchAgent`` over the true game; MuZero-family checkpoints a
+``LatentSearchAgent`` that plans in its own learned model. ``game`` is the board game's rule
+book, or ``None`` for single-agent environments (CartPole, Atari), which are played as episodes
+(``environment(...)`` builds one in evaluation mode).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from types import SimpleNamespace
+
+import torch
 
 from games import BoardGame
-from mbrl.agent import SearchAgent
+from mbrl.agent import LatentSearchAgent, SearchAgent
 from mbrl.checkpoint import METADATA_KEY, check_compatible, load_checkpoint
-from mbrl.config import ModelConfig
+from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, AtariGameConfig, GameConfig, ModelConfig
+from mbrl.environments import Environment, build_latent_network, make_environment
 from mbrl.networks import AlphaZeroNet
 from mbrl.selfplay.planner import SearchSettings
 
 
 @dataclasses.dataclass
 class LoadedAgent:
-    game: BoardGame
-    network: AlphaZeroNet
+    game: BoardGame | None
+    network: torch.nn.Module
     settings: SearchSettings
     metadata: dict
     path: Path
 
-    def agent(self, num_simulations: int | None = None, name: str = "agent") -> SearchAgent:
-        return SearchAgent(
-            self.game, self.network, self.settings, num_simulations=num_simulations, name=name
+    @property
+    def latent(self) -> bool:
+        return self.metadata.get("algo") in LATENT_ALGORITHMS
+
+    def agent(self, num_simulations: int | None = None, name: str = "agent"):
+        if not self.latent:
+            return SearchAgent(
+                self.game, self.network, self.settings, num_simulations=num_simulations, name=name
+            )
+        algo = self.metadata["config"]["algo"]
+        return LatentSearchAgent(
+            self.network,
+            self.settings,
+            discount=algo["discount"],
+            two_player=self.game is not None,
+            value_prefix_horizon=algo["value_prefix_horizon"],
+            game=self.game,
+            num_simulations=num_simulations,
+            name=name,
         )
+
+    def environment(self, batch_size: int, *, seed: int = 0) -> Environment:
+        """The checkpoint's environment in evaluation mode (Atari: raw rewards, no life loss)."""
+        return make_environment(game_config(self.metadata), batch_size, seed=seed, training=False)
+
+
+def game_config(metadata: dict) -> GameConfig:
+    saved = dict(metadata["config"]["game"])
+    saved["atari"] = AtariGameConfig(**saved.get("atari", {}))
+    return GameConfig(**saved)
 
 
 def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
     """Load ``path`` (a ``.ckpt`` file or a run directory). With ``game`` given, refuse a
-    checkpoint trained for another game."""
+    checkpoint trained for another game or other observation and action shapes."""
     checkpoint = load_checkpoint(path)
     metadata = checkpoint[METADATA_KEY]
     spec = metadata["game"]
-    if game is None:
-        game = BoardGame(
-            spec["name"], spec["params"], max_moves=metadata["config"]["game"]["max_moves"]
-        )
-    check_compatible(metadata, game.spec, f"checkpoint {path}")
+    config = metadata["config"]
+    board = config["game"].get("kind", "openspiel") == "openspiel"
+    if game is None and board:
+        game = BoardGame(spec["name"], spec["params"], max_moves=config["game"]["max_moves"])
+    if game is not None:
+        check_compatible(metadata, game.spec, f"checkpoint {path}")
     model = ModelConfig(**metadata["model"])
-    network = AlphaZeroNet(
-        game.obs_shape,
-        game.num_actions,
-        channels=model.channels,
-        blocks=model.blocks,
-        value_hidden=model.value_hidden,
-    )
+    if metadata.get("algo") in LATENT_ALGORITHMS:
+        shapes = SimpleNamespace(model=model, algo=AlgoConfig(**config["algo"]))
+        network = build_latent_network(tuple(spec["obs_shape"]), spec["num_actions"], shapes)
+    else:
+        network = AlphaZeroNet(
+            game.obs_shape,
+            game.num_actions,
+            channels=model.channels,
+            blocks=model.blocks,
+            value_hidden=model.value_hidden,
+        )
     weights = {
         k.removeprefix("network."): v
         for k, v in checkpoint["state_dict"].items()
@@ -58,4 +99,4 @@ def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
             f"checkpoint {path} does not match the network it describes ({model}): {error}"
         ) from error
     settings = SearchSettings(**metadata["search"])
-    return LoadedAgent(game, network.eval(), settings, metadata, Path(path))
+    return LoadedAgent(game if board else None, network.eval(), settings, metadata, Path(path))

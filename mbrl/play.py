@@ -57,6 +57,12 @@ def play(cfg: PlayConfig, ask: Callable[[str], str] = input, say: Callable[[str]
         raise ValueError(f"seat must be one of {SEATS}, got {cfg.seat!r}")
     loaded = load_agent(cfg.checkpoint)
     game = loaded.game
+    if game is None:
+        raise ValueError(
+            f"checkpoint {cfg.checkpoint} plays {loaded.metadata['game']['name']}, a single-agent "
+            f"environment; mbrl-play is for two-player board games (watch it with mbrl-eval "
+            f"checkpoint=... video=episode.mp4)"
+        )
     simulations = None if cfg.simulations < 0 else cfg.simulations
     if simulations is None:
         simulations = loaded.metadata["config"]["search"]["eval_simulations"]

@@ -246,3 +246,29 @@ def test_a_nan_loss_names_the_nan_term():
     system = System(torch.nn.Linear(1, 1), objective, OptimSettings())
     with pytest.raises(FloatingPointError, match="offending term: value_loss"):
         system._check_loss(torch.tensor(float("nan")), objective(None, None).metrics)
+
+
+def test_eval_and_play_commands_take_learned_model_checkpoints(tiny_config, tmp_path):
+    from mbrl.evaluate import EvalCommandConfig, evaluate
+    from mbrl.loading import load_agent
+    from mbrl.play import PlayConfig, play
+
+    run = tmp_path / "cartpole"
+    train(
+        tiny_config(f"run_dir={run}", "game=cartpole", "algo=gumbel_muzero", "trainer.max_steps=4")
+    )
+    report = evaluate(EvalCommandConfig(checkpoint=str(run), games=3, parallel=2, simulations=2))
+    assert report["episodes"] == 3 and len(report["returns"]) == 3 and report["return_mean"] > 0
+    assert (run / "eval_results.json").exists()
+    with pytest.raises(ValueError, match=r"single-agent environment.*mbrl-eval"):
+        play(PlayConfig(checkpoint=str(run)), ask=lambda _: "quit", say=lambda _: None)
+    board = tmp_path / "ttt"
+    train(tiny_config(f"run_dir={board}", "algo=muzero", "trainer.max_steps=4"))
+    report = evaluate(EvalCommandConfig(checkpoint=str(board), opponents=["random"], games=4))
+    assert report["results"]["random"]["games"] == 4
+    from games import BoardGame
+
+    with pytest.raises(
+        ValueError, match=r"trained for game tic_tac_toe.*obs \[3, 3, 3\].*not for connect_four"
+    ):
+        load_agent(board, game=BoardGame("connect_four"))
