@@ -7,7 +7,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo search-demo test test-slow test-all lint format bench bench-quick bench-learning clean
+.PHONY: setup demo search-demo test test-slow test-all lint format bench bench-quick bench-learning bench-cartpole bench-atari clean
 
 setup: $(STAMP)
 
@@ -52,6 +52,12 @@ bench-quick: setup
 bench-learning: setup  ## tic-tac-toe time to perfect play (3 seeds), then selfplay throughput
 	$(BIN)/python -m benchmarks.tictactoe
 	$(BIN)/python -m benchmarks.selfplay_throughput
+
+bench-cartpole: setup  ## MuZero, Gumbel MuZero, EfficientZero on CartPole to 475 (3 seeds each)
+	$(BIN)/python -m benchmarks.cartpole
+
+bench-atari: setup  ## the atari100k_ez preset briefly: throughput, time split, projected 100k run
+	$(BIN)/python -m benchmarks.atari_throughput
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis outputs

@@ -4,6 +4,7 @@ is minimax-optimal. Issue #3's target: perfect play within 3 minutes on this 2-c
 
     python -m benchmarks.tictactoe                 # 3 seeds of experiment=tictactoe
     python -m benchmarks.tictactoe --seeds 0 algo=gumbel_alphazero
+    python -m benchmarks.tictactoe --experiment tictactoe_muzero   # a learned model
 
 Extra arguments are Hydra overrides. Times exclude evaluation (``train s``) and include it
 (``wall s``).
@@ -23,13 +24,14 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--experiment", default="tictactoe", help="or tictactoe_muzero")
     parser.add_argument("--run-root", default="runs/bench_tictactoe")
     args, overrides = parser.parse_known_args()
     rows = []
     for seed in (int(s) for s in args.seeds.split(",")):
         run_dir = f"{args.run_root}/seed{seed}"
         cfg = compose_train(
-            "experiment=tictactoe",
+            f"experiment={args.experiment}",
             f"seed={seed}",
             f"run_dir={run_dir}",
             "overwrite=true",

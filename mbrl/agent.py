@@ -17,6 +17,18 @@ from mbrl.selfplay.latent_model import LatentModel
 from mbrl.selfplay.planner import SearchSettings, plan, search_roots
 
 
+def with_simulations(
+    settings: SearchSettings, num_simulations: int | None
+) -> tuple[SearchSettings, int]:
+    """The search settings at ``num_simulations`` (None = as trained; 0 = raw policy)."""
+    count = settings.num_simulations if num_simulations is None else num_simulations
+    if count < 0:
+        raise ValueError(f"num_simulations must be >= 0, got {count}")
+    if count:
+        settings = dataclasses.replace(settings, num_simulations=count)
+    return settings, count
+
+
 class SearchAgent:
     """Plays the most visited move of a noise-free search; ``num_simulations=0`` plays the
     network's raw policy argmax over legal moves."""
@@ -32,14 +44,7 @@ class SearchAgent:
     ):
         self.game = game
         self.model = GameModel(game, network.eval())
-        self.num_simulations = (
-            settings.num_simulations if num_simulations is None else num_simulations
-        )
-        if self.num_simulations < 0:
-            raise ValueError(f"num_simulations must be >= 0, got {self.num_simulations}")
-        if self.num_simulations:
-            settings = dataclasses.replace(settings, num_simulations=self.num_simulations)
-        self.settings = settings
+        self.settings, self.num_simulations = with_simulations(settings, num_simulations)
         self.name = name
 
     def choose(self, states: list, rng: np.random.Generator | None = None) -> np.ndarray:
@@ -79,14 +84,7 @@ class LatentSearchAgent:
             value_prefix_horizon=value_prefix_horizon,
         )
         self.horizon = value_prefix_horizon or None
-        self.num_simulations = (
-            settings.num_simulations if num_simulations is None else num_simulations
-        )
-        if self.num_simulations < 0:
-            raise ValueError(f"num_simulations must be >= 0, got {self.num_simulations}")
-        if self.num_simulations:
-            settings = dataclasses.replace(settings, num_simulations=self.num_simulations)
-        self.settings = settings
+        self.settings, self.num_simulations = with_simulations(settings, num_simulations)
         self.name = name
 
     def act_on(self, obs: np.ndarray, legal: np.ndarray) -> np.ndarray:

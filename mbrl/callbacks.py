@@ -52,7 +52,36 @@ class SelfPlayMonitor(L.Callback):
         pl_module.log("games", stats["selfplay/games"], prog_bar=True, logger=False)
 
 
-class EvaluationCallback(L.Callback):
+class PeriodicEvaluation(L.Callback):
+    """Runs ``evaluate`` every ``every`` gradient steps and once at the end (unless the last
+    step was just evaluated), keeping the training clock without the evaluations' time."""
+
+    every: int
+    _clock: float | None = None
+    train_seconds: float = 0.0
+
+    def _resumed_done(self) -> bool:
+        """True when a resumed run had already met its stopping condition."""
+        return False
+
+    def on_train_start(self, trainer, pl_module):
+        self._clock = time.perf_counter()
+        if self._resumed_done():
+            trainer.should_stop = True
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self.every and trainer.global_step % self.every == 0:
+            self.evaluate(trainer, pl_module)
+
+    def on_train_end(self, trainer, pl_module):
+        if not self.every or trainer.global_step % self.every:
+            self.evaluate(trainer, pl_module)
+
+    def evaluate(self, trainer, pl_module) -> dict:
+        raise NotImplementedError
+
+
+class EvaluationCallback(PeriodicEvaluation):
     """Every ``every`` steps (and at the end): matches against fixed opponents, the raw policy's
     minimax optimality where the game is solvable, and Elo against earlier checkpoints. Results go
     to TensorBoard, to ``eval.jsonl`` in the run directory and to the console."""
@@ -106,18 +135,8 @@ class EvaluationCallback(L.Callback):
         self._clock = None
         self.perfect_at: dict | None = None
 
-    def on_train_start(self, trainer, pl_module):
-        self._clock = time.perf_counter()
-        if self.stop_when_perfect and self.perfect_at is not None:
-            trainer.should_stop = True  # a resumed run that already reached perfect play
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if self.every and trainer.global_step % self.every == 0:
-            self.evaluate(trainer, pl_module)
-
-    def on_train_end(self, trainer, pl_module):
-        if not self.every or trainer.global_step % self.every:
-            self.evaluate(trainer, pl_module)
+    def _resumed_done(self) -> bool:
+        return self.stop_when_perfect and self.perfect_at is not None
 
     def evaluate(self, trainer, pl_module) -> dict:
         now = time.perf_counter()
@@ -209,7 +228,7 @@ class EvaluationCallback(L.Callback):
         self.perfect_at = json.loads(state.get("perfect_at", "null"))
 
 
-class EpisodeEvaluationCallback(L.Callback):
+class EpisodeEvaluationCallback(PeriodicEvaluation):
     """Single-agent evaluation: every ``every`` steps (and at the end) plays ``episodes``
     episodes with a noise-free search on a fresh evaluation environment and logs their mean,
     median, minimum and maximum return (TensorBoard, ``eval.jsonl``, console). With
@@ -227,6 +246,7 @@ class EpisodeEvaluationCallback(L.Callback):
         run_dir: Path,
         seed: int,
         target_return: float | None = None,
+        normalize=None,
     ):
         if every < 0 or episodes < 1 or simulations < 0:
             raise ValueError(
@@ -238,6 +258,7 @@ class EpisodeEvaluationCallback(L.Callback):
         self.log_path = Path(run_dir) / "eval.jsonl"
         self.seed = seed
         self.target_return = target_return
+        self.normalize = normalize  # raw return -> e.g. Atari's human-normalized score
         self.train_seconds = 0.0
         self._clock = None
         self.solved_at: dict | None = None
@@ -246,18 +267,8 @@ class EpisodeEvaluationCallback(L.Callback):
     def perfect_at(self) -> dict | None:  # the name train() reports
         return self.solved_at
 
-    def on_train_start(self, trainer, pl_module):
-        self._clock = time.perf_counter()
-        if self.target_return is not None and self.solved_at is not None:
-            trainer.should_stop = True
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if self.every and trainer.global_step % self.every == 0:
-            self.evaluate(trainer, pl_module)
-
-    def on_train_end(self, trainer, pl_module):
-        if not self.every or trainer.global_step % self.every:
-            self.evaluate(trainer, pl_module)
+    def _resumed_done(self) -> bool:
+        return self.target_return is not None and self.solved_at is not None
 
     def evaluate(self, trainer, pl_module) -> dict:
         now = time.perf_counter()
@@ -275,8 +286,14 @@ class EpisodeEvaluationCallback(L.Callback):
             "return_max": float(np.max(returns)),
             "episodes": len(returns),
         }
+        if self.normalize is not None:
+            record["human_normalized_mean"] = float(np.mean([self.normalize(r) for r in returns]))
         if trainer.logger is not None:
-            metrics = {f"eval/{k}": v for k, v in record.items() if k.startswith("return_")}
+            metrics = {
+                f"eval/{k}": v
+                for k, v in record.items()
+                if k.startswith("return_") or k.startswith("human_")
+            }
             trainer.logger.log_metrics(metrics, step=trainer.global_step)
         Console(stderr=True).print(
             f"evaluation at step {record['step']} ({record['env_steps']} env steps): return "

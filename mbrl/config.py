@@ -48,6 +48,7 @@ class AlgoConfig:
     # Learned-model algorithms only (muzero, gumbel_muzero, efficientzero):
     unroll_steps: int = 5  # K
     td_steps: int = 10  # n of the n-step value target
+    dynamic_td_every: int = 0  # EfficientZero: n shrinks by 1 per this many env steps of age
     discount: float = 0.997
     policy_weight: float = 1.0
     value_weight: float = 0.25

@@ -89,6 +89,11 @@ def claim_run_dir(cfg: TrainConfig) -> Path:
     identity = _identity(cfg)
     if marker.exists() and not cfg.overwrite:
         saved = json.loads(marker.read_text())
+        # A key added to the config after the run was made reads as its default there.
+        defaults = _identity(TrainConfig())
+        for key in identity.keys() - saved.keys():
+            if key in defaults:
+                saved[key] = defaults[key]
         changed = sorted(
             k for k in saved.keys() | identity.keys() if saved.get(k) != identity.get(k)
         )
@@ -215,6 +220,7 @@ def build_latent(cfg: TrainConfig, run_dir: Path):
             td_steps=algo.td_steps,
             discount=algo.discount,
             frame_stack=environment.frame_stack,
+            dynamic_td_every=algo.dynamic_td_every,
         ),
         prioritized=cfg.replay.prioritized,
         alpha=cfg.replay.alpha,
@@ -269,8 +275,20 @@ def build_latent(cfg: TrainConfig, run_dir: Path):
             run_dir=run_dir,
             seed=cfg.seed,
             target_return=cfg.eval.target_return,
+            normalize=_human_normalizer(environment.spec),
         )
     return system, data, evaluation
+
+
+def _human_normalizer(spec: dict):
+    """Atari games with reference scores: raw return -> human-normalized score."""
+    if spec.get("kind") != "atari":
+        return None
+    from mbrl.evaluation.atari_scores import REFERENCE_SCORES, human_normalized
+
+    if spec["name"] not in REFERENCE_SCORES:
+        return None
+    return lambda score: human_normalized(spec["name"], score)
 
 
 def train(cfg: TrainConfig) -> dict:
@@ -325,4 +343,5 @@ def train(cfg: TrainConfig) -> dict:
         "train_seconds": evaluation.train_seconds,
         "perfect_at": evaluation.perfect_at,
         "resumed_from": resume,
+        "selfplay": data.stats(),  # counters and time split of the whole run
     }

@@ -58,8 +58,14 @@ class UnrollSettings:
     td_steps: int = 10  # n
     discount: float = 0.997  # gamma
     frame_stack: int = 1  # observations hold this many frames along the first axis
+    # EfficientZero's off-policy correction: a position ``age`` env steps old bootstraps after
+    # ``clip(td_steps - age // dynamic_td_every, 1, td_steps)`` steps, since old search values
+    # came from older policies. 0 = off (EfficientZero: 0.3 x training steps).
+    dynamic_td_every: int = 0
 
     def __post_init__(self):
+        if self.dynamic_td_every < 0:
+            raise ValueError(f"dynamic_td_every must be >= 0, got {self.dynamic_td_every}")
         if self.unroll_steps < 0 or self.td_steps < 1 or self.frame_stack < 1:
             raise ValueError(
                 "need unroll_steps >= 0, td_steps >= 1 and frame_stack >= 1, got "
@@ -248,7 +254,10 @@ class EpisodeReplay:
         steps = positions[:, None] + np.arange(k_steps + 1)  # u = t + k, [S, K+1]
         inside = steps < end
         last = np.minimum(steps, end - 1)  # clamp past-the-end rows to stored positions
-        value, boot_index, boot_discount, boot_value = self._n_step(steps, end, terminated, n)
+        horizon = self.td_horizon(positions)[:, None]  # [S, 1]
+        value, boot_index, boot_discount, boot_value = self._n_step(
+            steps, end, terminated, horizon, n
+        )
         absorbing = ~inside & terminated
         reward = np.zeros_like(value)
         reward[:, 1:] = np.where(inside[:, :-1], self.rewards[last[:, :-1] % self.capacity], 0.0)
@@ -280,18 +289,33 @@ class EpisodeReplay:
             bootstrap_value=np.where(inside, boot_value, 0.0).astype(np.float32),
         )
 
-    def _n_step(self, steps: np.ndarray, end: np.ndarray, terminated: np.ndarray, n: int):
-        """n-step returns from every ``u`` in ``steps [S, K+1]`` (rows past the end: garbage,
-        masked by the caller)."""
+    def td_horizon(self, positions: np.ndarray) -> np.ndarray:
+        """``[S]`` n of each sample's value targets (all ``td_steps`` unless dynamic)."""
+        n, every = self.settings.td_steps, self.settings.dynamic_td_every
+        if not every:
+            return np.full(len(positions), n, np.int64)
+        age = self.total_added - positions
+        return np.clip(n - age // every, 1, n)
+
+    def _n_step(
+        self,
+        steps: np.ndarray,
+        end: np.ndarray,
+        terminated: np.ndarray,
+        horizon: np.ndarray,
+        n: int,
+    ):
+        """``horizon``-step returns (``horizon [S, 1] <= n``) from every ``u`` in ``steps
+        [S, K+1]`` (rows past the end: garbage, masked by the caller)."""
         total = np.zeros(steps.shape, np.float64)
         discount = np.ones(steps.shape, np.float64)
         for i in range(n):
             u = steps + i
-            live = u < end
+            live = (u < end) & (i < horizon)
             slot = np.minimum(u, end - 1) % self.capacity
             total += np.where(live, discount * self.rewards[slot], 0.0)
             discount = np.where(live, discount * self.step_discount[slot], discount)
-        target = steps + n
+        target = steps + horizon
         within = target < end
         # Bootstrap: the stored value at u+n inside the episode; at or past the end, nothing
         # after a termination, the recorded final value after a truncation.

@@ -84,6 +84,16 @@ class EmbeddedLoop(L.LightningDataModule):
         self.last_sync = 0
         self.collect_seconds = 0.0
 
+    def setup(self, stage: str) -> None:
+        """Self-play searches on the learner's device (a GPU when training on one)."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None:
+            for network in self.networks_to_place():
+                network.to(trainer.strategy.root_device)
+
+    def networks_to_place(self) -> list[torch.nn.Module]:
+        return [self.actor_network]
+
     @property
     def moves_played(self) -> int:
         raise NotImplementedError
@@ -96,6 +106,24 @@ class EmbeddedLoop(L.LightningDataModule):
 
     def sample_batch(self) -> dict[str, torch.Tensor]:
         raise NotImplementedError
+
+    def update_priorities(self, indices: torch.Tensor, errors: torch.Tensor) -> None:
+        """New priorities from the learner (subclasses hold ``self.replay``)."""
+        if self.replay.prioritized:
+            self.replay.update_priorities(indices.cpu().numpy(), errors.float().cpu().numpy())
+
+    def counters(self, games: int) -> dict[str, float]:
+        """The counters every loop logs (``stats`` adds its own)."""
+        actor = self.actor
+        return {
+            "selfplay/moves": float(actor.moves_played),
+            "selfplay/games": float(games),
+            "selfplay/simulations": float(actor.simulations),
+            "replay/size": float(len(self.replay)),
+            "selfplay/collect_seconds": self.collect_seconds,
+            "selfplay/search_seconds": actor.search_seconds,
+            "selfplay/network_calls": float(self.model.network_calls),
+        }
 
     def train_dataloader(self):
         trainer = getattr(self, "trainer", None)
@@ -188,21 +216,11 @@ class SelfPlayDataModule(EmbeddedLoop):
             self.outcomes[0 if first > 0 else 1 if first == 0 else 2] += 1
             self.game_lengths.append(len(trajectory.actions))
 
-    def update_priorities(self, indices: torch.Tensor, errors: torch.Tensor) -> None:
-        if self.replay.prioritized:
-            self.replay.update_priorities(indices.cpu().numpy(), errors.float().cpu().numpy())
-
     def stats(self) -> dict[str, float]:
         """Counters for logging since the last call (rates) and in total."""
         actor = self.actor
         out = {
-            "selfplay/moves": float(actor.moves_played),
-            "selfplay/games": float(actor.games_finished),
-            "selfplay/simulations": float(actor.simulations),
-            "replay/size": float(len(self.replay)),
-            "selfplay/collect_seconds": self.collect_seconds,
-            "selfplay/search_seconds": actor.search_seconds,
-            "selfplay/network_calls": float(self.model.network_calls),
+            **self.counters(actor.games_finished),
             "selfplay/resignations": float(actor.resignations),
             "selfplay/resigned_wrongly": float(actor.resigned_wrongly),
         }

@@ -21,9 +21,13 @@ class GameModel:
     def __init__(self, game: BoardGame, network: torch.nn.Module):
         self.game = game
         self.network = network
-        self.device = next(network.parameters()).device  # evaluate where the weights live
         self.network_calls = 0  # batched forward passes
         self.positions = 0  # positions evaluated by the network
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights live now (the loop moves the actor's network to the trainer's)."""
+        return next(self.network.parameters()).device
 
     @torch.inference_mode()
     def evaluate(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

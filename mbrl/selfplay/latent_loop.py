@@ -91,6 +91,9 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
         self.reanalyze_seconds = 0.0
         self._returns_logged = 0
 
+    def networks_to_place(self) -> list[torch.nn.Module]:
+        return [self.actor_network, self.target_network]
+
     @property
     def moves_played(self) -> int:
         return self.actor.moves_played
@@ -178,22 +181,13 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
         rows[inside] = output.action_weights
         return policy
 
-    def update_priorities(self, indices: torch.Tensor, errors: torch.Tensor) -> None:
-        if self.replay.prioritized:
-            self.replay.update_priorities(indices.cpu().numpy(), errors.float().cpu().numpy())
-
     def stats(self) -> dict[str, float]:
         actor = self.actor
         out = {
-            "selfplay/moves": float(actor.moves_played),
-            "selfplay/games": float(actor.episodes_finished),
-            "selfplay/simulations": float(actor.simulations),
-            "replay/size": float(len(self.replay)),
-            "selfplay/collect_seconds": self.collect_seconds,
-            "selfplay/search_seconds": actor.search_seconds,
+            **self.counters(actor.episodes_finished),
             "selfplay/env_seconds": actor.env_seconds,
             "selfplay/reanalyze_seconds": self.reanalyze_seconds,
-            "selfplay/network_calls": float(self.model.network_calls),
+            "selfplay/network_seconds": self.model.network_seconds,
             "selfplay/temperature": actor.temperature,
         }
         recent = actor.returns[self._returns_logged :]

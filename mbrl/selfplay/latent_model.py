@@ -13,6 +13,8 @@ the model never declares a terminal state.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 
@@ -30,7 +32,6 @@ class LatentModel:
         value_prefix_horizon: int = 0,
     ):
         self.network = network
-        self.device = next(network.parameters()).device
         self.value_support = ScalarSupport(network.settings.support_size)
         self.reward_support = ScalarSupport(network.settings.reward_support_size)
         self.edge_discount = -discount if two_player else discount
@@ -42,6 +43,12 @@ class LatentModel:
                 f"{network.settings.value_prefix})"
             )
         self.network_calls = 0
+        self.network_seconds = 0.0  # wall time in network calls (incl. transfers to numpy)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights live now (the loop moves the actor's network to the trainer's)."""
+        return next(self.network.parameters()).device
 
     def _tensor(self, obs: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(obs)).to(self.device)
@@ -50,33 +57,40 @@ class LatentModel:
         """``f(h(obs))``'s value ``[B]`` (e.g. to bootstrap after a time limit)."""
         return self.evaluate(obs)[1]
 
+    def _timed(self, start: float) -> None:
+        self.network_calls += 1
+        self.network_seconds += time.perf_counter() - start
+
     @torch.inference_mode()
     def evaluate(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``f(h(obs))`` as ``(policy logits [B, A], value [B])``: the raw policy."""
-        self.network_calls += 1
+        start = time.perf_counter()
         logits, value_logits = self.network.predict(self.network.represent(self._tensor(obs)))
-        return logits.float().cpu().numpy(), self.value_support.to_scalar(
-            value_logits
-        ).cpu().numpy()
+        values = self.value_support.to_scalar(value_logits).cpu().numpy()
+        result = logits.float().cpu().numpy(), values
+        self._timed(start)
+        return result
 
     @torch.inference_mode()
     def root(self, obs: np.ndarray) -> search.RootOutput:
-        self.network_calls += 1
+        start = time.perf_counter()
         latent = self.network.represent(self._tensor(obs))
         logits, value_logits = self.network.predict(latent)
         embedding = latent
         if self.value_prefix:
             h, c = self.network.initial_lstm_state(len(latent), latent.device)
             embedding = (latent, h[0], c[0])  # batch-first, as the search stores embeddings
-        return search.RootOutput(
+        root = search.RootOutput(
             prior_logits=logits.float().cpu().numpy(),
             value=self.value_support.to_scalar(value_logits).cpu().numpy(),
             embedding=embedding,
         )
+        self._timed(start)
+        return root
 
     @torch.inference_mode()
     def recurrent_fn(self, embedding, action: torch.Tensor, is_reset: np.ndarray | None = None):
-        self.network_calls += 1
+        start = time.perf_counter()
         if self.value_prefix:
             latent, h, c = embedding
             latent, reward_logits, (h, c) = self.network.dynamics(
@@ -95,4 +109,5 @@ class LatentModel:
             prior_logits=logits.float().cpu().numpy(),
             value=self.value_support.to_scalar(value_logits).cpu().numpy(),
         )
+        self._timed(start)
         return step, new_embedding

@@ -175,3 +175,15 @@ def test_a_capacity_that_cannot_fit_fails_at_start_up_with_the_estimate():
 def test_an_episode_longer_than_the_replay_is_refused():
     with pytest.raises(ValueError, match="does not fit"):
         replay(capacity=4).add(episode(5))
+
+
+def test_dynamic_td_horizon_shortens_the_bootstrap_of_old_positions():
+    settings = UnrollSettings(unroll_steps=1, td_steps=3, discount=0.5, dynamic_td_every=10)
+    buffer = EpisodeReplay(100, (1,), np.float32, 3, settings, prioritized=False)
+    buffer.add(episode(6))
+    buffer.add(episode(20))  # total_added = 26: position 0 is 26 steps old
+    assert buffer.td_horizon(np.array([0, 10, 20, 25])).tolist() == [1, 2, 3, 3]
+    old = unroll_at(buffer, 0)  # n = 1: z_0 = r_0 + g v_1
+    assert old.value[0, 0] == 1 + 0.5 * 20
+    fresh = unroll_at(buffer, 20)  # n = 3 inside the second episode
+    assert fresh.value[0, 0] == 15 + 0.5 * 16 + 0.25 * 17 + 0.125 * 180

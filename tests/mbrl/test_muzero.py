@@ -172,18 +172,18 @@ def test_each_algorithm_trains_on_cartpole_checkpoints_and_resumes(tiny_config, 
         "optim.lr=0.01",
         "eval.games=2",
     ]
-    summary = train(tiny_config(*overrides, "trainer.max_steps=60"))
-    assert summary["steps"] == 60
+    summary = train(tiny_config(*overrides, "trainer.max_steps=200", "trainer.checkpoint_every=50"))
+    assert summary["steps"] == 200
     losses = scalars(tmp_path, "train/loss")
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3, losses
     assert scalars(tmp_path, "eval/return_mean")[-1] > 0
     checkpoint = load_checkpoint(tmp_path)
     data = checkpoint["LatentSelfPlayDataModule"]
-    assert data["gradient_steps"] == 60 and data["replay"]["total_added"] > 0
+    assert data["gradient_steps"] == 200 and data["replay"]["total_added"] > 0
     assert checkpoint["mbrl"]["algo"] == algo
-    resumed = train(tiny_config(*overrides, "trainer.max_steps=70"))
-    assert resumed["resumed_from"] and resumed["steps"] == 70
-    assert load_checkpoint(tmp_path)["LatentSelfPlayDataModule"]["gradient_steps"] == 70
+    resumed = train(tiny_config(*overrides, "trainer.max_steps=210", "trainer.checkpoint_every=50"))
+    assert resumed["resumed_from"] and resumed["steps"] == 210
+    assert load_checkpoint(tmp_path)["LatentSelfPlayDataModule"]["gradient_steps"] == 210
 
 
 def test_muzero_plays_tic_tac_toe_with_a_learned_model(tiny_config, tmp_path):
@@ -197,29 +197,37 @@ def test_muzero_plays_tic_tac_toe_with_a_learned_model(tiny_config, tmp_path):
     assert '"random"' in record
 
 
-def test_efficientzero_runs_on_atari_pong(tiny_config, tmp_path):
-    summary = train(
-        tiny_config(
-            f"run_dir={tmp_path}",
-            "game=atari",
-            "game.name=pong",
-            "algo=efficientzero",
-            "model.downsample=true",
-            "trainer.num_games=2",
-            "trainer.batch_size=4",
-            "trainer.warmup_moves=16",
-            "trainer.max_steps=6",
-            "trainer.checkpoint_every=3",
-            "eval.games=1",
-            "eval.simulations=0",
-            "game.atari.max_episode_frames=400",
-            "replay.capacity=2000",
-        )
-    )
-    assert summary["steps"] == 6
-    replay = load_checkpoint(tmp_path)["LatentSelfPlayDataModule"]["replay"]
+@pytest.mark.parametrize("algo", ["muzero", "gumbel_muzero", "efficientzero"])
+def test_each_algorithm_trains_on_atari_pong_and_resumes(tiny_config, tmp_path, algo):
+    overrides = [
+        f"run_dir={tmp_path}",
+        "game=atari",
+        "game.name=pong",
+        f"algo={algo}",
+        "model.downsample=true",
+        "trainer.num_games=2",
+        "trainer.batch_size=8",
+        "trainer.warmup_moves=32",
+        "trainer.replay_ratio=1.0",
+        "trainer.log_every=5",
+        "trainer.checkpoint_every=50",
+        "optim.lr=0.01",
+        "eval.games=1",
+        "eval.simulations=0",
+        "game.atari.max_episode_frames=400",
+        "replay.capacity=2000",
+    ]
+    summary = train(tiny_config(*overrides, "trainer.max_steps=100"))
+    assert summary["steps"] == 100
+    losses = scalars(tmp_path, "train/loss")
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3, losses
+    checkpoint = load_checkpoint(tmp_path)
+    replay = checkpoint["LatentSelfPlayDataModule"]["replay"]
     assert replay["arrays"]["frames"].dtype == torch.uint8
     assert tuple(replay["arrays"]["frames"].shape[1:]) == (3, 96, 96)  # newest frame only
+    assert checkpoint["mbrl"]["game"]["obs_shape"] == [12, 96, 96]
+    resumed = train(tiny_config(*overrides, "trainer.max_steps=105"))
+    assert resumed["resumed_from"] and resumed["steps"] == 105
 
 
 def test_an_exploding_loss_stops_the_run_naming_step_term_and_checkpoint(tiny_config, tmp_path):

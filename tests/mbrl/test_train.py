@@ -131,3 +131,19 @@ def test_a_killed_run_resumes_when_the_same_command_is_rerun(tmp_path):
     resumed = load_checkpoint(tmp_path)
     assert resumed["global_step"] == 30
     assert resumed["SelfPlayDataModule"]["gradient_steps"] == 30
+
+
+def test_a_run_made_before_a_config_key_existed_still_resumes(tiny_config, tmp_path):
+    from mbrl.train import EXPERIMENT_FILE, claim_run_dir
+
+    cfg = tiny_config(f"run_dir={tmp_path}")
+    claim_run_dir(cfg)
+    marker = tmp_path / EXPERIMENT_FILE
+    saved = json.loads(marker.read_text())
+    del saved["game.kind"], saved["algo.td_steps"]  # keys newer than the run, at their defaults
+    marker.write_text(json.dumps(saved))
+    claim_run_dir(cfg)  # not refused
+    saved["model.channels"] = 99
+    marker.write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match=r"model\.channels: 99 -> 8"):
+        claim_run_dir(cfg)
