@@ -73,8 +73,9 @@ class MuZeroObjective:
         reward_target = self._reward_targets(batch["reward"])
         latent = network.represent(batch["obs"])
         policy_logits, value_logits = network.predict(latent)
-        legal = batch["legal"]
-        root_policy = losses.policy_cross_entropy(policy_logits, batch["policy"][:, 0], legal)
+        # No legal mask, unlike AlphaZero: the search has no rules below the root, so the
+        # network must learn itself that illegal actions get no policy mass (MuZero).
+        root_policy = losses.policy_cross_entropy(policy_logits, batch["policy"][:, 0])
         policy_terms = [root_policy.per_sample]
         value_terms = [
             losses.categorical_cross_entropy(
