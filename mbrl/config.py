@@ -58,6 +58,7 @@ class AlgoConfig:
     target_update_every: int = 200  # gradient steps
     reanalyze_value: bool = True  # n-step bootstrap values from the target network
     reanalyze_policy: float = 0.0  # fraction of samples whose policy targets are re-searched
+    segment_length: int = 0  # long episodes enter replay in blocks (EfficientZero: 400)
     # [fraction of trainer.max_steps, visit-count temperature] pairs (MuZero's schedule)
     temperature_schedule: list[list[float]] = field(
         default_factory=lambda: [[0.0, 1.0], [0.5, 0.5], [0.75, 0.25]]

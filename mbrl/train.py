@@ -233,6 +233,7 @@ def build_latent(cfg: TrainConfig, run_dir: Path):
         reanalyze_policy=algo.reanalyze_policy,
         value_prefix_horizon=algo.value_prefix_horizon,
         consistency=algo.consistency_weight > 0,
+        segment_length=algo.segment_length,
         temperature_schedule=tuple(tuple(pair) for pair in algo.temperature_schedule),
     )
     data = LatentSelfPlayDataModule(

@@ -50,6 +50,11 @@ class Episode(NamedTuple):
     turn_changes: np.ndarray  # [T] bool, the player to move changes after move t
     terminated: bool  # False: cut off (time limit), so the end is not absorbing
     final_value: float  # network value of the observation after the last move (truncation)
+    # A segment of a long episode (see EpisodeActor.segment_length): its first ``context``
+    # positions only complete frame stacks, the next ``sampleable`` may start an unroll, and
+    # the rest only feed the targets of those (the next segment stores them again).
+    context: int = 0
+    sampleable: int | None = None  # None: every position after the context
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,7 @@ class EpisodeReplay:
         self.terminated = np.zeros(p, np.bool_)
         self.final_value = np.zeros(p, np.float32)
         self.priorities = np.zeros(p, np.float64)
+        self.sampleable = np.zeros(p, np.bool_)
         self.total_added = 0  # absolute index of the next position
         self.episodes_added = 0
 
@@ -200,7 +206,12 @@ class EpisodeReplay:
         self.episode_end[slots] = start + length
         self.terminated[slots] = episode.terminated
         self.final_value[slots] = episode.final_value
-        self.priorities[slots] = self.priorities.max(initial=1.0) if len(self) else 1.0
+        first = episode.context
+        last = length if episode.sampleable is None else first + episode.sampleable
+        sampleable = (np.arange(length) >= first) & (np.arange(length) < last)
+        self.sampleable[slots] = sampleable
+        top = self.priorities.max(initial=1.0) if len(self) else 1.0
+        self.priorities[slots] = np.where(sampleable, top, 0.0)
         self.total_added += length
         self.episodes_added += 1
 
@@ -223,15 +234,20 @@ class EpisodeReplay:
         size = len(self)
         if size == 0:
             raise ValueError("cannot sample from an empty replay")
+        slots_in_order = (self.oldest + np.arange(size)) % self.capacity
+        allowed = self.sampleable[slots_in_order]
         if self.prioritized:
-            slots_in_order = (self.oldest + np.arange(size)) % self.capacity
-            scaled = self.priorities[slots_in_order] ** self.alpha
+            scaled = np.where(allowed, self.priorities[slots_in_order] ** self.alpha, 0.0)
             probs = scaled / scaled.sum()
             offsets = rng.choice(size, size=count, p=probs)
-            weights = (size * probs[offsets]) ** -self.beta
+            weights = (allowed.sum() * probs[offsets]) ** -self.beta
             weights = (weights / weights.max()).astype(np.float32)
-        else:
+        elif allowed.all():
             offsets = rng.integers(0, size, size=count)
+            weights = np.ones(count, np.float32)
+        else:  # segments of long episodes hold positions that only serve as targets
+            candidates = np.flatnonzero(allowed)
+            offsets = candidates[rng.integers(0, len(candidates), size=count)]
             weights = np.ones(count, np.float32)
         return self.oldest + offsets, weights
 
@@ -350,6 +366,7 @@ class EpisodeReplay:
         "terminated",
         "final_value",
         "priorities",
+        "sampleable",
     )
 
     def state_dict(self) -> dict:

@@ -42,6 +42,9 @@ class EpisodeActor:
         two_player: bool = False,
         temperature_moves: int = 10**9,
         value_prefix_horizon: int = 0,
+        segment_length: int = 0,
+        segment_overlap: int = 0,
+        frame_stack: int = 1,
     ):
         self.env, self.model, self.settings = env, model, settings
         self.num_envs = env.batch_size
@@ -51,6 +54,20 @@ class EpisodeActor:
         self.temperature_moves = temperature_moves
         self.temperature = 1.0
         self.value_prefix_horizon = value_prefix_horizon or None
+        # Long episodes (Atari: up to 27,000 steps) go to replay in segments of
+        # `segment_length` positions, each followed by `segment_overlap` (>= TD steps + K)
+        # positions that only feed its targets, and preceded by frame_stack - 1 positions that
+        # only complete its first frame stacks (EfficientZero stores 400-step blocks).
+        if segment_length and segment_length < frame_stack:
+            raise ValueError(
+                f"segment_length must be 0 (whole episodes) or >= frame_stack={frame_stack}, "
+                f"got {segment_length}"
+            )
+        self.segment_length = segment_length
+        self.segment_overlap = segment_overlap
+        self.stack_context = frame_stack - 1
+        self.context = np.zeros(self.num_envs, np.int64)  # leading context positions per record
+        self.running_return = np.zeros(self.num_envs, np.float64)  # player 0's, whole episode
         self.next_episode_id = 0
         self.episode_ids = np.zeros(self.num_envs, np.int64)
         self.moves = np.zeros(self.num_envs, np.int64)
@@ -73,6 +90,8 @@ class EpisodeActor:
             self.episode_ids[slot] = episode_id
             self.moves[slot] = 0
             self.records[slot] = {name: [] for name in _RECORDED}
+            self.context[slot] = 0
+            self.running_return[slot] = 0.0
         seeds = [(self.seed * 1_000_003 + int(i)) % 2**31 for i in ids] if seeded else None
         return self.env.reset(seeds=seeds, indices=slots)
 
@@ -113,10 +132,12 @@ class EpisodeActor:
                 record["turns"].append(self.two_player)
             else:
                 record["turns"].append(bool(next_ts.to_play[slot] != ts.to_play[slot]))
+            reward = float(next_ts.reward[slot])
+            self.running_return[slot] += reward if ts.to_play[slot] == 0 else -reward
         self.moves += 1
         self.moves_played += self.num_envs
         done = np.flatnonzero(next_ts.done)
-        finished = self._finish(done, next_ts)
+        finished = self._segments(next_ts.done) + self._finish(done, next_ts)
         self.timestep = self._reset(done) if len(done) else next_ts
         return finished
 
@@ -127,6 +148,43 @@ class EpisodeActor:
         sampled = self.moves < self.temperature_moves
         return np.where(sampled, output.action, greedy).astype(np.int64)
 
+    def _episode(self, slot: int, end: int, *, terminated: bool, final_value: float, sampleable):
+        record = self.records[slot]
+        return Episode(
+            obs=np.stack(record["frames"][:end]),
+            actions=np.asarray(record["actions"][:end], np.int64),
+            rewards=np.asarray(record["rewards"][:end], np.float32),
+            to_play=np.asarray(record["to_play"][:end], np.int64),
+            policy=np.stack(record["policy"][:end]).astype(np.float32),
+            root_value=np.asarray(record["root_value"][:end], np.float32),
+            legal=np.stack(record["legal"][:end]),
+            turn_changes=np.asarray(record["turns"][:end], np.bool_),
+            terminated=terminated,
+            final_value=final_value,
+            context=int(self.context[slot]),
+            sampleable=sampleable,
+        )
+
+    def _segments(self, done: np.ndarray) -> list[Episode]:
+        """Segments of episodes still running that have grown long enough."""
+        if not self.segment_length:
+            return []
+        segments = []
+        for slot in np.flatnonzero(~done).tolist():
+            context = int(self.context[slot])
+            end = context + self.segment_length + self.segment_overlap
+            if len(self.records[slot]["actions"]) < end:
+                continue
+            segments.append(
+                self._episode(
+                    slot, end, terminated=False, final_value=0.0, sampleable=self.segment_length
+                )
+            )
+            keep_from = context + self.segment_length - self.stack_context
+            self.records[slot] = {k: v[keep_from:] for k, v in self.records[slot].items()}
+            self.context[slot] = self.stack_context
+        return segments
+
     def _finish(self, done: np.ndarray, ts: TimeStep) -> list[Episode]:
         if not len(done):
             return []
@@ -136,25 +194,16 @@ class EpisodeActor:
             final_values[truncated] = self.model.values(ts.obs[truncated])
         episodes = []
         for slot in done.tolist():
-            record = self.records[slot]
-            rewards = np.asarray(record["rewards"], np.float32)
-            to_play = np.asarray(record["to_play"], np.int64)
             episodes.append(
-                Episode(
-                    obs=np.stack(record["frames"]),
-                    actions=np.asarray(record["actions"], np.int64),
-                    rewards=rewards,
-                    to_play=to_play,
-                    policy=np.stack(record["policy"]).astype(np.float32),
-                    root_value=np.asarray(record["root_value"], np.float32),
-                    legal=np.stack(record["legal"]),
-                    turn_changes=np.asarray(record["turns"], np.bool_),
+                self._episode(
+                    slot,
+                    len(self.records[slot]["actions"]),
                     terminated=bool(ts.terminated[slot]),
                     final_value=float(final_values[slot]),
+                    sampleable=None,
                 )
             )
-            # Player 0's return: rewards are the mover's, so the opponent's count negatively.
-            self.returns.append(float(np.where(to_play == 0, rewards, -rewards).sum()))
+            self.returns.append(float(self.running_return[slot]))
         self.episodes_finished += len(episodes)
         return episodes
 

@@ -32,12 +32,15 @@ class LatentSettings:
     reanalyze_policy: float = 0.0  # fraction of samples whose policy targets are re-searched
     value_prefix_horizon: int = 0  # EfficientZero's LSTM horizon; 0 = per-step rewards
     consistency: bool = False  # sample future observations for the consistency loss
+    segment_length: int = 0  # long episodes go to replay in segments this long; 0 = whole
     # MuZero's temperature schedule: [fraction of max_steps, temperature] pairs, in order.
     temperature_schedule: tuple[tuple[float, float], ...] = ((0.0, 1.0), (0.5, 0.5), (0.75, 0.25))
 
     def __post_init__(self):
         if self.target_update_every < 1:
             raise ValueError(f"target_update_every must be >= 1, got {self.target_update_every}")
+        if self.segment_length < 0:
+            raise ValueError(f"segment_length must be >= 0, got {self.segment_length}")
         if not 0.0 <= self.reanalyze_policy <= 1.0:
             raise ValueError(f"reanalyze_policy must lie in [0, 1], got {self.reanalyze_policy}")
 
@@ -87,6 +90,9 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
             two_player=two_player,
             temperature_moves=loop.temperature_moves,
             value_prefix_horizon=latent.value_prefix_horizon,
+            segment_length=latent.segment_length,
+            segment_overlap=replay.settings.td_steps + replay.settings.unroll_steps,
+            frame_stack=replay.settings.frame_stack,
         )
         self.reanalyze_seconds = 0.0
         self._returns_logged = 0

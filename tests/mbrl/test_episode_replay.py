@@ -187,3 +187,126 @@ def test_dynamic_td_horizon_shortens_the_bootstrap_of_old_positions():
     assert old.value[0, 0] == 1 + 0.5 * 20
     fresh = unroll_at(buffer, 20)  # n = 3 inside the second episode
     assert fresh.value[0, 0] == 15 + 0.5 * 16 + 0.25 * 17 + 0.125 * 180
+
+
+def test_segments_sample_only_their_own_positions():
+    for prioritized in (False, True):
+        buffer = replay(prioritized=prioritized)
+        ep = episode(12)._replace(context=2, sampleable=6)  # 2 context, 6 sampled, 4 targets only
+        buffer.add(ep)
+        positions, _ = buffer.sample_positions(500, np.random.default_rng(0))
+        assert set(positions.tolist()) == set(range(2, 8))
+
+
+def test_segmented_episodes_give_the_same_unroll_targets_as_whole_ones():
+    """The actor's segments of a long CartPole episode, stored and sampled, give exactly the
+    targets the whole episode gives (value, reward, policy, actions, masks)."""
+    import torch
+
+    from games import ClassicControlEnv
+    from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
+    from mbrl.selfplay.episode_actor import EpisodeActor
+    from mbrl.selfplay.latent_model import LatentModel
+    from mbrl.selfplay.planner import SearchSettings
+
+    torch.manual_seed(0)
+    net = MuZeroNet((4,), 2, MuZeroNetSettings(channels=8, latent_dim=8, head_hidden=8)).eval()
+    settings = UnrollSettings(unroll_steps=2, td_steps=3, discount=0.9)
+
+    def play(segment_length):
+        model = LatentModel(net, discount=0.9, two_player=False)
+        actor = EpisodeActor(
+            ClassicControlEnv("CartPole-v1", 1),
+            model,
+            SearchSettings(num_simulations=4),
+            seed=3,
+            segment_length=segment_length,
+            segment_overlap=settings.td_steps + settings.unroll_steps,
+        )
+        buffer = EpisodeReplay(1000, (4,), np.float32, 2, settings, prioritized=False)
+        while actor.episodes_finished == 0:
+            for ep in actor.step():
+                buffer.add(ep)
+        return buffer
+
+    whole, segmented = play(0), play(2)
+    length = whole.total_added
+    assert length >= 9  # long enough for two segments before the end
+    assert segmented.total_added > length  # overlaps are stored twice
+    mine = np.flatnonzero(segmented.sampleable[: segmented.total_added])
+    assert len(mine) == length
+    rng = np.random.default_rng(0)
+    a = whole.unroll(np.arange(length), np.ones(length, np.float32), rng)
+    b = segmented.unroll(mine, np.ones(length, np.float32), np.random.default_rng(0))
+    np.testing.assert_array_equal(a.obs, b.obs)
+    for field in ("value", "reward", "policy", "policy_mask", "value_mask", "reward_mask"):
+        np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=1e-6)
+    inside = a.policy_mask[:, :-1] > 0
+    np.testing.assert_array_equal(a.actions[inside], b.actions[inside])
+
+
+class CounterEnv:
+    """A 20-step episode whose observation stacks the last 4 frames, frame t being the number t
+    (the first frame repeated before the start, as Atari's stacks are)."""
+
+    batch_size, num_actions, length = 1, 2, 20
+
+    def reset(self, seeds=None, indices=None):
+        self.t = 0
+        return self._timestep(0.0, False)
+
+    def step(self, actions):
+        self.t += 1
+        return self._timestep(1.0, self.t >= self.length)
+
+    def _timestep(self, reward, done):
+        from games import TimeStep
+
+        frames = [max(self.t - back, 0) for back in (3, 2, 1, 0)]
+        obs = np.array(frames, np.float32).reshape(1, 4, 1, 1)
+        return TimeStep(
+            obs,
+            np.ones((1, 2), np.bool_),
+            np.zeros(1, np.int64),
+            np.array([reward], np.float32),
+            np.array([done]),
+            np.zeros(1, np.bool_),
+        )
+
+
+def test_segments_carry_the_frames_that_complete_their_first_stacks():
+    import torch
+
+    from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
+    from mbrl.selfplay.episode_actor import EpisodeActor
+    from mbrl.selfplay.latent_model import LatentModel
+    from mbrl.selfplay.planner import SearchSettings
+
+    torch.manual_seed(0)
+    tiny = MuZeroNetSettings(channels=4, head_hidden=4, support_size=5, reward_support_size=5)
+    net = MuZeroNet((4, 1, 1), 2, tiny).eval()
+    settings = UnrollSettings(unroll_steps=2, td_steps=2, discount=0.9, frame_stack=4)
+    actor = EpisodeActor(
+        CounterEnv(),
+        LatentModel(net, discount=0.9, two_player=False),
+        SearchSettings(num_simulations=2),
+        seed=0,
+        frame_channels=1,
+        segment_length=5,
+        segment_overlap=4,
+        frame_stack=4,
+    )
+    buffer = EpisodeReplay(200, (4, 1, 1), np.float32, 2, settings, prioritized=False)
+    while actor.episodes_finished == 0:
+        for ep in actor.step():
+            buffer.add(ep)
+    mine = np.flatnonzero(buffer.sampleable[: buffer.total_added])
+    assert len(mine) == CounterEnv.length and buffer.total_added > len(mine)
+    targets = buffer.unroll(
+        mine, np.ones(len(mine), np.float32), np.random.default_rng(0), future_obs=True
+    )
+    expected = [[max(t - back, 0) for back in (3, 2, 1, 0)] for t in range(CounterEnv.length)]
+    np.testing.assert_array_equal(targets.obs.reshape(-1, 4), expected)
+    inside = targets.policy_mask[:, 1:] > 0
+    future = targets.future_obs.reshape(len(mine), 2, 4)[:, :, -1]
+    np.testing.assert_array_equal(future[inside], (np.arange(20)[:, None] + [1, 2])[inside])
