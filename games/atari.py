@@ -73,7 +73,7 @@ import cv2
 import gymnasium
 import numpy as np
 
-from games.timestep import TimeStep
+from games.timestep import TimeStep, batch_actions
 
 gymnasium.register_envs(ale_py)
 
@@ -259,9 +259,7 @@ class AtariEnv:
         return self.timestep()
 
     def step(self, actions) -> TimeStep:
-        actions = np.asarray(actions).reshape(-1)
-        if actions.shape[0] != self.batch_size:
-            raise ValueError(f"step expects {self.batch_size} actions, got {actions.shape[0]}")
+        actions = batch_actions(actions, self.batch_size)
         if not np.issubdtype(actions.dtype, np.integer) or (
             (actions < 0).any() or (actions >= self.num_actions).any()
         ):

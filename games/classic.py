@@ -11,7 +11,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from games.timestep import TimeStep
+from games.timestep import TimeStep, batch_actions
 
 CLASSIC_TASKS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "LunarLander-v3")
 
@@ -59,9 +59,7 @@ class ClassicControlEnv:
         return self.timestep()
 
     def step(self, actions) -> TimeStep:
-        actions = np.asarray(actions).reshape(-1)
-        if actions.shape[0] != self.batch_size:
-            raise ValueError(f"step expects {self.batch_size} actions, got {actions.shape[0]}")
+        actions = batch_actions(actions, self.batch_size)
         for b, action in enumerate(actions.tolist()):
             if self._terminated[b] or self._truncated[b]:
                 self._reward[b] = 0.0

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyspiel
 
-from games.timestep import TimeStep
+from games.timestep import TimeStep, batch_actions
 
 # The games the framework is tested on; any other game of the same class also works.
 TESTED_GAMES = ("tic_tac_toe", "connect_four", "othello", "breakthrough", "hex", "chess", "go")
@@ -187,9 +187,7 @@ class BoardGameEnv:
         return self.timestep()
 
     def step(self, actions) -> TimeStep:
-        actions = np.asarray(actions).reshape(-1)
-        if actions.shape[0] != self.batch_size:
-            raise ValueError(f"step expects {self.batch_size} actions, got {actions.shape[0]}")
+        actions = batch_actions(actions, self.batch_size)
         for b, action in enumerate(actions.tolist()):
             state = self.states[b]
             if state.is_terminal() or self._truncated[b]:

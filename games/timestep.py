@@ -25,3 +25,11 @@ class TimeStep(NamedTuple):
     @property
     def done(self) -> np.ndarray:
         return self.terminated | self.truncated
+
+
+def batch_actions(actions, batch_size: int) -> np.ndarray:
+    """``actions`` as a flat ``[B]`` array; a wrong count is refused, naming both."""
+    actions = np.asarray(actions).reshape(-1)
+    if actions.shape[0] != batch_size:
+        raise ValueError(f"step expects {batch_size} actions, got {actions.shape[0]}")
+    return actions
