@@ -76,7 +76,8 @@ class MuZeroObjective:
         # No legal mask, unlike AlphaZero: the search has no rules below the root, so the
         # network must learn itself that illegal actions get no policy mass (MuZero).
         root_policy = losses.policy_cross_entropy(policy_logits, batch["policy"][:, 0])
-        policy_terms = [root_policy.per_sample]
+        # LossOutput.per_sample is detached (it feeds priorities): keep the graph here.
+        policy_terms = [-(batch["policy"][:, 0] * torch.log_softmax(policy_logits, -1)).sum(-1)]
         value_terms = [
             losses.categorical_cross_entropy(
                 value_logits, value_support.to_distribution(batch["value"][:, 0])

@@ -280,3 +280,35 @@ def test_eval_and_play_commands_take_learned_model_checkpoints(tiny_config, tmp_
         ValueError, match=r"trained for game tic_tac_toe.*obs \[3, 3, 3\].*not for connect_four"
     ):
         load_agent(board, game=BoardGame("connect_four"))
+
+
+def test_every_unroll_step_and_head_gets_gradient():
+    """Each loss term reaches the parameters it should: a detached term would silently stop
+    that head from learning (the root policy once did)."""
+    torch.manual_seed(0)
+    net = MuZeroNet((4,), 2, MuZeroNetSettings(**TINY, value_prefix=True))
+    batch = unroll_batch(k=2)
+    for term in ("policy", "value", "reward", "consistency"):
+        weights = dict(
+            policy_weight=0.0, value_weight=0.0, reward_weight=0.0, consistency_weight=0.0
+        )
+        weights[f"{term}_weight"] = 1.0
+        net.zero_grad()
+        MuZeroObjective(unroll_steps=2, value_prefix_horizon=2, **weights)(
+            net, batch
+        ).loss.backward()
+        head = {
+            "policy": net.policy_head,
+            "value": net.value_head,
+            "reward": net.reward_head,
+            "consistency": net.projection_head,
+        }[term]
+        assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in head.parameters()), term
+    # The root step alone (K = 0) trains the policy head too.
+    net.zero_grad()
+    k0 = {
+        k: v[:, :1] if v.dim() > 1 and k != "obs" and k != "legal" else v for k, v in batch.items()
+    }
+    k0["actions"] = batch["actions"][:, :0]
+    MuZeroObjective(unroll_steps=0, value_weight=0.0)(net, k0).loss.backward()
+    assert net.policy_head[-1].weight.grad.abs().sum() > 0
