@@ -73,7 +73,7 @@ import cv2
 import gymnasium
 import numpy as np
 
-from games.timestep import TimeStep, batch_actions
+from games.timestep import TimeStep, batch_actions, reset_indices
 
 gymnasium.register_envs(ale_py)
 
@@ -375,17 +375,7 @@ class AtariEnv:
         return frame
 
     def _check_indices(self, indices) -> list[int]:
-        if indices is None:
-            return list(range(self.batch_size))
-        indices = np.asarray(indices).reshape(-1)
-        if not np.issubdtype(indices.dtype, np.integer) or (
-            len(indices) and (indices.min() < 0 or indices.max() >= self.batch_size)
-        ):
-            raise ValueError(
-                f"reset indices must be integers in [0, {self.batch_size}), got {indices!r}"
-                " (for a done mask use np.flatnonzero(mask))"
-            )
-        return indices.tolist()
+        return reset_indices(indices, self.batch_size)
 
 
 def _slot_seeds(seed: int, n: int) -> list[int]:

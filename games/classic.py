@@ -11,7 +11,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from games.timestep import TimeStep, batch_actions
+from games.timestep import TimeStep, batch_actions, reset_indices
 
 CLASSIC_TASKS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "LunarLander-v3")
 
@@ -49,8 +49,7 @@ class ClassicControlEnv:
         }
 
     def reset(self, seeds=None, indices=None) -> TimeStep:
-        indices = np.arange(self.batch_size) if indices is None else np.asarray(indices)
-        for i, b in enumerate(indices.tolist()):
+        for i, b in enumerate(reset_indices(indices, self.batch_size)):
             seed = None if seeds is None else int(seeds[i])
             obs, _ = self.envs[b].reset(seed=seed)
             self._obs[b] = obs

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyspiel
 
-from games.timestep import TimeStep, batch_actions
+from games.timestep import TimeStep, batch_actions, reset_indices
 
 # The games the framework is tested on; any other game of the same class also works.
 TESTED_GAMES = ("tic_tac_toe", "connect_four", "othello", "breakthrough", "hex", "chess", "go")
@@ -167,18 +167,7 @@ class BoardGameEnv:
         """Start new games in ``indices`` (all by default). Board games are deterministic, so
         ``seeds`` is accepted for the protocol and unused."""
         del seeds
-        if indices is None:
-            indices = range(self.batch_size)
-        else:
-            indices = np.asarray(indices).reshape(-1)
-            if not np.issubdtype(indices.dtype, np.integer) or (
-                len(indices) and (indices.min() < 0 or indices.max() >= self.batch_size)
-            ):
-                raise ValueError(
-                    f"reset indices must be integers in [0, {self.batch_size}), got {indices!r}"
-                    " (for a done mask use np.flatnonzero(mask))"
-                )
-            indices = indices.tolist()
+        indices = reset_indices(indices, self.batch_size)
         for b in indices:
             self.states[b] = self.game.new_state()
             self.moves[b] = 0

@@ -33,3 +33,19 @@ def batch_actions(actions, batch_size: int) -> np.ndarray:
     if actions.shape[0] != batch_size:
         raise ValueError(f"step expects {batch_size} actions, got {actions.shape[0]}")
     return actions
+
+
+def reset_indices(indices, batch_size: int) -> list[int]:
+    """The slots a ``reset`` starts anew (all when ``None``); anything but integers in range
+    is refused."""
+    if indices is None:
+        return list(range(batch_size))
+    indices = np.asarray(indices).reshape(-1)
+    if not np.issubdtype(indices.dtype, np.integer) or (
+        len(indices) and (indices.min() < 0 or indices.max() >= batch_size)
+    ):
+        raise ValueError(
+            f"reset indices must be integers in [0, {batch_size}), got {indices!r}"
+            " (for a done mask use np.flatnonzero(mask))"
+        )
+    return indices.tolist()
