@@ -1,0 +1,244 @@
+"""Decoding methods over a `TextEnv`, batched across prompts, all counted in forward passes.
+
+Every method decodes B prompts in lockstep and reports the model's forward passes (sequences
+evaluated), so methods are compared at matched compute:
+
+- ``greedy``: the top candidate at every decision.
+- ``sample``: one sample from the candidates' softmax at ``temperature``.
+- ``best_of_n``: ``n`` samples per prompt; the verifier picks a correct one if any.
+- ``beam``: beam search of ``width`` by summed log-probability; the best finished beam wins
+  (no verifier, as beam search is used in practice).
+- ``mcts`` / ``gumbel``: one batched `search/` per decision (PUCT or Gumbel MuZero) with the
+  verifier's reward at the leaves and the value head inside; the most visited (PUCT) or the
+  Gumbel-selected action is played, and a completion the verifier accepted anywhere in a search
+  tree is returned at once (the verifier is exact, so the search has solved the prompt).
+
+Search methods also return their policy targets (`SearchTarget`) for distillation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import search
+from llm_bridge.text_env import TextEnv, TextNode
+
+METHODS = ("greedy", "sample", "best_of_n", "beam", "mcts", "gumbel")
+
+
+@dataclass
+class SearchTarget:
+    """One searched decision: the prefix ``ids`` and the search policy over its candidates."""
+
+    ids: tuple[int, ...]
+    candidates: np.ndarray  # [K] int64 token ids (-1 = padding)
+    policy: np.ndarray  # [K] float32, sums to 1 over legal candidates
+
+
+@dataclass
+class Decoded:
+    """Per prompt: the completion, its reward and the token ids; plus the passes spent."""
+
+    completions: list[str]
+    rewards: np.ndarray  # [B] float
+    ids: list[tuple[int, ...]]  # prompt + completion (+ eos) token ids
+    forward_passes: int
+    targets: list[list[SearchTarget]] = field(default_factory=list)  # search methods only
+
+    @property
+    def accuracy(self) -> float:
+        return float((self.rewards > 0).mean()) if len(self.rewards) else 0.0
+
+
+class SearchSettings(NamedTuple):
+    num_simulations: int = 16
+    max_num_considered_actions: int = 8  # gumbel
+    dirichlet_fraction: float = 0.0  # decoding explores through the tree, not noise
+    pb_c_init: float = 1.25
+
+
+def decode(
+    env: TextEnv,
+    items: Sequence[Any],
+    method: str,
+    *,
+    budget: int = 1,
+    seed: int = 0,
+    temperature: float = 1.0,
+    settings: SearchSettings | None = None,
+) -> Decoded:
+    """Run ``method`` on ``items``. ``budget`` is n for best-of-n, the width for beam and the
+    simulations per decision for mcts/gumbel (ignored by greedy and sample)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown decoding method {method!r}; choose one of {METHODS}")
+    before = env.adapter.forward_passes
+    if method == "greedy":
+        nodes, targets = _rollout(env, items, None, 1.0), []
+    elif method == "sample":
+        nodes, targets = _rollout(env, items, np.random.default_rng(seed), temperature), []
+    elif method == "best_of_n":
+        nodes, targets = _best_of_n(env, items, budget, seed, temperature), []
+    elif method == "beam":
+        nodes, targets = _beam(env, items, budget), []
+    else:
+        settings = (settings or SearchSettings())._replace(num_simulations=budget)
+        nodes, targets = _search_decode(env, items, method, settings, seed)
+    return Decoded(
+        completions=[n.completion for n in nodes],
+        rewards=np.array([n.reward for n in nodes], np.float64),
+        ids=[n.state.ids for n in nodes],
+        forward_passes=env.adapter.forward_passes - before,
+        targets=targets,
+    )
+
+
+def _softmax(logits: np.ndarray, legal: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    z = np.where(legal, logits / max(temperature, 1e-6), -np.inf)
+    z = np.exp(z - z.max(-1, keepdims=True))
+    return z / z.sum(-1, keepdims=True)
+
+
+def _rollout(env: TextEnv, items, rng: np.random.Generator | None, temperature: float):
+    """Greedy (``rng`` None) or sampled decoding to the end of every prompt."""
+    nodes = env.reset(items)
+    while live := [i for i, n in enumerate(nodes) if not n.terminal]:
+        parents = [nodes[i] for i in live]
+        if rng is None:
+            actions = [int(np.argmax(np.where(p.legal, p.prior_logits, -np.inf))) for p in parents]
+        else:
+            actions = [
+                int(rng.choice(len(p.legal), p=_softmax(p.prior_logits, p.legal, temperature)))
+                for p in parents
+            ]
+        for i, child in zip(live, env.step(parents, actions), strict=True):
+            nodes[i] = child
+    return nodes
+
+
+def _best_of_n(env: TextEnv, items, n: int, seed: int, temperature: float):
+    if n < 1:
+        raise ValueError(f"best_of_n needs n >= 1, got {n}")
+    samples = _rollout(
+        env, [item for item in items for _ in range(n)], np.random.default_rng(seed), temperature
+    )
+    best = []
+    for i in range(len(items)):
+        group = samples[i * n : (i + 1) * n]
+        best.append(max(group, key=lambda node: node.reward))  # the first verified, if any
+    env.items = list(items)
+    return best
+
+
+def _beam(env: TextEnv, items, width: int):
+    """Keeps ``width`` beams per prompt; every child scored costs one forward pass."""
+    if width < 1:
+        raise ValueError(f"beam width must be >= 1, got {width}")
+    roots = env.reset(items)
+    beams = [[(0.0, root)] for root in roots]  # per prompt: (log-prob, node)
+    while any(not node.terminal for beam in beams for _, node in beam):
+        parents, actions, scores, owners = [], [], [], []
+        for b, beam in enumerate(beams):
+            for score, node in beam:
+                if node.terminal:
+                    continue
+                log_probs = np.log(_softmax(node.prior_logits, node.legal) + 1e-30)
+                for a in np.flatnonzero(node.legal):
+                    parents.append(node)
+                    actions.append(int(a))
+                    scores.append(score + float(log_probs[a]))
+                    owners.append(b)
+        children = env.step(parents, actions)
+        pool = [[(s, n) for s, n in beam if n.terminal] for beam in beams]
+        for b, score, child in zip(owners, scores, children, strict=True):
+            pool[b].append((score, child))
+        beams = [sorted(p, key=lambda pair: -pair[0])[:width] for p in pool]
+    return [beam[0][1] for beam in beams]
+
+
+def _root_seeds(seed: int, rows: Sequence[int], move: int) -> np.ndarray:
+    """Per-root keys, so a prompt's noise does not depend on its batch position."""
+    return np.array([(seed * 1_000_003 + row) * 1009 + move for row in rows], np.int64)
+
+
+def _search_decode(env: TextEnv, items, method: str, settings: SearchSettings, seed: int):
+    nodes = env.reset(items)
+    targets: list[list[SearchTarget]] = [[] for _ in items]
+    move = 0
+    while live := [i for i, n in enumerate(nodes) if not n.terminal]:
+        roots = [nodes[i] for i in live]
+        output = _search(env, roots, method, settings, _root_seeds(seed, live, move))
+        for j, (i, root) in enumerate(zip(live, roots, strict=True)):
+            targets[i].append(
+                SearchTarget(root.state.ids, root.candidates, output.action_weights[j])
+            )
+            solved = _verified_leaf(output.embeddings[j])
+            if solved is not None:
+                nodes[i] = solved
+                targets[i].extend(_path_targets(output, j, solved))
+                continue
+            child = output.tree.children_index[j, search.ROOT_INDEX, output.action[j]]
+            nodes[i] = (
+                output.embeddings[j][child]
+                if child != search.UNVISITED
+                else env.step([root], [int(output.action[j])])[0]
+            )
+        move += 1
+    return nodes, targets
+
+
+def _search(env: TextEnv, roots: list[TextNode], method: str, settings: SearchSettings, keys):
+    root = search.RootOutput(
+        prior_logits=np.stack([r.prior_logits for r in roots]),
+        value=np.array([r.value for r in roots], np.float32),
+        embedding=list(roots),
+    )
+    legal = np.stack([r.legal for r in roots])
+    if method == "gumbel":
+        return search.gumbel_muzero_policy(
+            root,
+            env.recurrent_fn,
+            num_simulations=settings.num_simulations,
+            legal_mask=legal,
+            seed=keys,
+            max_num_considered_actions=settings.max_num_considered_actions,
+        )
+    return search.muzero_policy(
+        root,
+        env.recurrent_fn,
+        num_simulations=settings.num_simulations,
+        legal_mask=legal,
+        seed=keys,
+        dirichlet_fraction=settings.dirichlet_fraction,
+        temperature=0.0,
+        pb_c_init=settings.pb_c_init,
+    )
+
+
+def _verified_leaf(row_nodes: list) -> TextNode | None:
+    for node in row_nodes:
+        if node is not None and node.terminal and node.reward > 0:
+            return node
+    return None
+
+
+def _path_targets(output, j: int, leaf: TextNode) -> list[SearchTarget]:
+    """One-hot targets along the tree path to a verified leaf (below the root, whose target is
+    the search's own): with an exact verifier the search has proven these choices."""
+    storage, tree = output.embeddings[j], output.tree
+    index = storage.index(leaf)
+    path = []
+    while (
+        tree.parents[j, index] != search.NO_PARENT and tree.parents[j, index] != search.ROOT_INDEX
+    ):
+        parent = int(tree.parents[j, index])
+        action = int(tree.action_from_parent[j, index])
+        node = storage[parent]
+        policy = np.zeros(len(node.candidates), np.float32)
+        policy[action] = 1.0
+        path.append(SearchTarget(node.state.ids, node.candidates, policy))
+        index = parent
+    return path[::-1]

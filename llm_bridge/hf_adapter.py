@@ -1,0 +1,347 @@
+"""``HFAdapter``: a Hugging Face causal LM, loaded from a local directory, behind `LMAdapter`.
+
+Siblings in a decoding tree fork the same parent, so the adapter keeps each state's keys and
+values (a `KVCache`) and a child only runs its new tokens through the model. One ``extend`` call
+is one forward for all its rows, whatever the parents' lengths: each row's past is left-padded to
+the longest (padding masked out) and its new tokens carry their true positions, so every real
+token sees exactly the keys, values and position embeddings it would see in a full recompute.
+
+The cache layout assumes full-attention layers (GPT-2, Llama-style models); it is tested with
+GPT-2. Nothing is downloaded: ``from_directory`` reads ``local_files_only``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from transformers import AutoModelForCausalLM, DynamicCache
+
+from llm_bridge.adapter import OVERFLOW_CHOICES, LMAdapter, LMOutput, LMState
+from llm_bridge.transformer_adapter import pad_right
+
+CONFIG_FILE = "config.json"
+# Any one of these holds the weights (the index files name the shards of a sharded checkpoint).
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+VALUE_HEAD_FILE = "value_head.pt"
+
+
+class KVCache(NamedTuple):
+    """A state's keys and values, ``[layers, 2 (key, value), heads, tokens, head_dim]``.
+
+    prompt: the root's prompt, shared (never copied) by every descendant of that root.
+    completion: the tokens after the prompt, owned by this state.
+
+    ``release`` (the base class's) drops the reference: a completion is freed with its state, a
+    prompt with the last state of its tree.
+    """
+
+    prompt: torch.Tensor
+    completion: torch.Tensor
+
+    @property
+    def length(self) -> int:
+        return self.prompt.shape[-2] + self.completion.shape[-2]
+
+
+def check_model_directory(directory: str | Path) -> Path:
+    """``directory`` as a Path if it holds a config and weights; otherwise a FileNotFoundError
+    naming what is missing."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"model directory {str(directory)!r} does not exist")
+    missing = []
+    if not (directory / CONFIG_FILE).is_file():
+        missing.append(CONFIG_FILE)
+    if not any((directory / name).is_file() for name in WEIGHT_FILES):
+        missing.append("weights (one of " + ", ".join(WEIGHT_FILES) + ")")
+    if missing:
+        raise FileNotFoundError(
+            f"model directory {str(directory)!r} is missing {' and '.join(missing)}; save the "
+            "model there with model.save_pretrained(directory)"
+        )
+    return directory
+
+
+class HFAdapter(LMAdapter):
+    """A causal LM with an optional value head and a KV cache shared along tree branches.
+
+    model: a transformers causal LM (``model(input_ids, attention_mask, position_ids, ...)``).
+    value_head: ``Linear(hidden_size, 1)`` read on the last hidden state and squashed by a
+      sigmoid; ``None`` gives value 0.
+    max_length: the context in tokens; default the config's ``n_positions`` or
+      ``max_position_embeddings``.
+    overflow: a prompt longer than the context: "error" or "truncate_left".
+    use_cache: keep KV caches on states (``False``: every call recomputes whole sequences).
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        *,
+        value_head: torch.nn.Module | None = None,
+        max_length: int | None = None,
+        overflow: str = "error",
+        use_cache: bool = True,
+        tokenizer=None,
+    ) -> None:
+        super().__init__()
+        if overflow not in OVERFLOW_CHOICES:
+            raise ValueError(f"overflow must be one of {OVERFLOW_CHOICES}, got {overflow!r}")
+        config = model.config.get_text_config()
+        self.model = model.eval()
+        self.value_head = None if value_head is None else value_head.eval()
+        self.tokenizer = tokenizer
+        self.overflow = overflow
+        self.use_cache = use_cache
+        self.vocab_size = int(config.vocab_size)
+        self.eos_id = _eos_id(config)
+        self.max_length = _context_length(config, max_length)
+        self.device = next(model.parameters()).device
+        # transformers 5 renamed ``past_key_values`` to ``cache``.
+        parameters = inspect.signature(model.forward).parameters
+        self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
+
+    @classmethod
+    def from_directory(
+        cls,
+        path: str | Path,
+        *,
+        max_length: int | None = None,
+        overflow: str = "error",
+        device: str | torch.device = "cpu",
+        use_cache: bool = True,
+        value_head: bool = True,
+        dtype: torch.dtype = torch.float32,
+    ) -> HFAdapter:
+        """Load ``path`` (config.json + weights, optional tokenizer and ``value_head.pt``).
+
+        value_head: load ``value_head.pt`` if present, else a fresh ``Linear(hidden_size, 1)``
+        drawn from torch's global RNG; ``False``: no value head (value 0).
+        """
+        directory = check_model_directory(path)
+        model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, dtype=dtype)
+        model = model.to(device)
+        head = None
+        if value_head:
+            hidden_size = model.config.get_text_config().hidden_size
+            head = torch.nn.Linear(hidden_size, 1)
+            head_file = directory / VALUE_HEAD_FILE
+            if head_file.is_file():
+                head.load_state_dict(torch.load(head_file, map_location="cpu", weights_only=True))
+            head = head.to(device=device, dtype=dtype)
+        tokenizer = None
+        if any((directory / name).is_file() for name in TOKENIZER_FILES):
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+        return cls(
+            model,
+            value_head=head,
+            max_length=max_length,
+            overflow=overflow,
+            use_cache=use_cache,
+            tokenizer=tokenizer,
+        )
+
+    def save(self, directory: str | Path) -> None:
+        """Write the model (and the value head as ``value_head.pt``) for ``from_directory``."""
+        directory = Path(directory)
+        self.model.save_pretrained(directory)
+        if self.value_head is not None:
+            torch.save(self.value_head.state_dict(), directory / VALUE_HEAD_FILE)
+        if self.tokenizer is not None:
+            self.tokenizer.save_pretrained(directory)
+
+    # -- recompute ---------------------------------------------------------------------------
+
+    def _evaluate(self, sequences: Sequence[Sequence[int]]) -> LMOutput:
+        if not sequences:
+            return self._empty_output()
+        return self._forward_right_padded(sequences, use_cache=False)[0]
+
+    @torch.inference_mode()
+    def _forward_right_padded(self, sequences: Sequence[Sequence[int]], *, use_cache: bool):
+        """Whole sequences, right-padded: real tokens never attend to the padding after them,
+        so their logits and keys/values are exactly those of an unpadded run."""
+        if any(len(ids) == 0 for ids in sequences):
+            raise ValueError("cannot evaluate an empty sequence: give every prompt a token")
+        for ids in sequences:
+            self._check_token_ids(ids)
+        input_ids, lengths = pad_right(sequences, pad_id=0)  # [B, T], [B]
+        rows, width = input_ids.shape
+        attention_mask = (torch.arange(width) < lengths[:, None]).long()
+        last = lengths - 1  # [B] each row's last real position
+        position_ids = torch.arange(width).expand(rows, width)
+        cache = DynamicCache() if use_cache else None
+        output = self._run(input_ids, attention_mask, position_ids, last[:, None], cache)
+        return output, cache
+
+    # -- KV cache ----------------------------------------------------------------------------
+
+    def start(self, prompts: Sequence[Sequence[int]]) -> tuple[list[LMState], LMOutput]:
+        if not self.use_cache:
+            return super().start(prompts)
+        prompts = [self.fit(prompt) for prompt in prompts]
+        if not prompts:
+            return [], self._empty_output()
+        self.forward_passes += len(prompts)
+        output, cache = self._forward_right_padded(prompts, use_cache=True)
+        kv = _stack_layers(cache)  # [L, 2, B, H, T, D]
+        empty = kv[:, :, 0, :, :0].clone()
+        states = [
+            LMState(tuple(ids), KVCache(kv[:, :, row, :, : len(ids)].clone(), empty))
+            for row, ids in enumerate(prompts)
+        ]
+        return states, output
+
+    def extend(
+        self, parents: Sequence[LMState], tokens: Sequence[Sequence[int]]
+    ) -> tuple[list[LMState], LMOutput]:
+        if not self.use_cache:
+            return super().extend(parents, tokens)
+        tokens = [list(new) for new in tokens]
+        if len(parents) != len(tokens):
+            raise ValueError(f"got {len(parents)} parents but {len(tokens)} token lists")
+        for parent, new in zip(parents, tokens, strict=True):
+            self._check_child(parent, new)
+        if not parents:
+            return [], self._empty_output()
+        self.forward_passes += len(parents)
+        output, new_kv = self._forward_cached(parents, tokens)  # new_kv: [L, 2, B, H, N, D]
+        width = new_kv.shape[-2]
+        children = []
+        for row, (parent, new) in enumerate(zip(parents, tokens, strict=True)):
+            own = new_kv[:, :, row, :, width - len(new) :]
+            # A new tensor per child: the parent's (shared) tensors are only read.
+            completion = torch.cat((parent.cache.completion, own), dim=-2)
+            children.append(
+                LMState(parent.ids + tuple(new), KVCache(parent.cache.prompt, completion))
+            )
+        return children, output
+
+    def _empty_output(self) -> LMOutput:
+        return LMOutput(torch.zeros(0, self.vocab_size), torch.zeros(0))
+
+    def _check_token_ids(self, ids: Sequence[int]) -> None:
+        if min(ids) < 0 or max(ids) >= self.vocab_size:
+            raise ValueError(
+                f"token ids must be in [0, {self.vocab_size}), got {min(ids)}..{max(ids)}"
+            )
+
+    def _check_child(self, parent: LMState, new: Sequence[int]) -> None:
+        if not new:
+            raise ValueError("each child needs at least one new token, got an empty list")
+        self._check_token_ids(new)
+        if not isinstance(parent.cache, KVCache):
+            raise ValueError(
+                "parent state has no KV cache (released, or made by another adapter or with "
+                "use_cache=False); extend only live states from this adapter's start/extend"
+            )
+        if len(parent.ids) + len(new) > self.max_length:
+            raise ValueError(
+                f"child of {len(parent.ids) + len(new)} tokens ({len(parent.ids)} + "
+                f"{len(new)} new) exceeds the model's context of {self.max_length}; stop "
+                "extending this branch (e.g. treat it as terminal)"
+            )
+
+    @torch.inference_mode()
+    def _forward_cached(self, parents: Sequence[LMState], tokens: Sequence[Sequence[int]]):
+        """One forward for all rows. Layout of row i (P = longest past, N = most new tokens):
+        ``[pad | past_i]`` in the cache, ``[pad | new_i]`` as input; the mask hides the pads and
+        the new tokens take positions ``len(past_i) + j``, so each row's last column is its last
+        real token. Returns the output and the new tokens' keys/values ``[L, 2, B, H, N, D]``."""
+        rows = len(parents)
+        past = [parent.cache.length for parent in parents]
+        new = [len(ids) for ids in tokens]
+        past_width, new_width = max(past), max(new)
+        layers, _, heads, _, head_dim = parents[0].cache.prompt.shape
+        reference = parents[0].cache.prompt
+        buffer = reference.new_zeros(layers, 2, rows, heads, past_width, head_dim)
+        input_ids = torch.zeros(rows, new_width, dtype=torch.long)
+        attention_mask = torch.zeros(rows, past_width + new_width, dtype=torch.long)
+        position_ids = torch.zeros(rows, new_width, dtype=torch.long)
+        for row, (parent, ids) in enumerate(zip(parents, tokens, strict=True)):
+            prompt, completion = parent.cache
+            start = past_width - past[row]
+            split = start + prompt.shape[-2]
+            buffer[:, :, row, :, start:split] = prompt
+            buffer[:, :, row, :, split:past_width] = completion
+            attention_mask[row, start:past_width] = 1
+            input_ids[row, new_width - len(ids) :] = torch.as_tensor(ids, dtype=torch.long)
+            attention_mask[row, past_width + new_width - len(ids) :] = 1
+            position_ids[row, new_width - len(ids) :] = torch.arange(
+                past[row], past[row] + len(ids)
+            )
+        cache = DynamicCache([(buffer[layer, 0], buffer[layer, 1]) for layer in range(layers)])
+        last = torch.full((rows, 1), new_width - 1)
+        output = self._run(input_ids, attention_mask, position_ids, last, cache)
+        return output, _stack_layers(cache, start=past_width)
+
+    def _run(self, input_ids, attention_mask, position_ids, last, cache) -> LMOutput:
+        """The model on ``input_ids [B, T]``; logits and value at column ``last [B, 1]``."""
+        device = self.device
+        kwargs = {self._cache_argument: cache} if cache is not None else {}
+        result = self.model(
+            input_ids=input_ids.to(device),
+            attention_mask=attention_mask.to(device),
+            position_ids=position_ids.to(device),
+            use_cache=cache is not None,
+            logits_to_keep=last.to(device),  # the lm head only at each row's last token
+            output_hidden_states=self.value_head is not None,
+            **kwargs,
+        )
+        logits = result.logits[:, -1].float().cpu()  # [B, V]
+        if self.value_head is None:
+            value = torch.zeros(len(input_ids))
+        else:
+            hidden = result.hidden_states[-1]  # [B, T, hidden], after the final norm
+            hidden = hidden.gather(1, last.to(device)[:, :, None].expand(-1, -1, hidden.shape[-1]))
+            value = torch.sigmoid(self.value_head(hidden[:, 0])).squeeze(-1).float().cpu()
+        return LMOutput(logits, value)
+
+
+def _stack_layers(cache, start: int = 0) -> torch.Tensor:
+    """A DynamicCache's keys and values from column ``start`` on, ``[L, 2, B, H, T, D]``."""
+    if hasattr(cache, "layers"):
+        pairs = [(layer.keys, layer.values) for layer in cache.layers]
+    else:  # transformers < 4.56
+        pairs = list(zip(cache.key_cache, cache.value_cache, strict=True))
+    return torch.stack([torch.stack((k[:, :, start:], v[:, :, start:])) for k, v in pairs])
+
+
+def _eos_id(config) -> int:
+    eos = config.eos_token_id
+    if isinstance(eos, (list, tuple)):
+        eos = eos[0] if eos else None
+    if eos is None or not 0 <= eos < config.vocab_size:
+        raise ValueError(
+            f"config.eos_token_id must be a token id below vocab_size={config.vocab_size}, got "
+            f"{config.eos_token_id!r}; set eos_token_id in config.json"
+        )
+    return int(eos)
+
+
+def _context_length(config, max_length: int | None) -> int:
+    model_context = getattr(config, "n_positions", None) or getattr(
+        config, "max_position_embeddings", None
+    )
+    if max_length is None:
+        if model_context is None:
+            raise ValueError("the config states no context length; pass max_length")
+        return int(model_context)
+    if max_length < 1 or (model_context is not None and max_length > model_context):
+        raise ValueError(
+            f"max_length must be between 1 and the model's context of {model_context}, "
+            f"got {max_length}"
+        )
+    return int(max_length)

@@ -1,0 +1,82 @@
+"""Tasks as the decoding environment sees them (`llm_bridge.text_env.TextTask`), by name.
+
+``make_task(name)`` returns ``TaskSplit(task, train, test)``; an unknown name lists the known
+ones. Countdown's grammar (`countdown.allowed_next`) keeps every step well formed and its
+arithmetic right, so search and sampling only choose which numbers and operators to combine.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from llm_bridge.tasks import countdown
+
+TASKS = ("countdown24", "countdown_general")
+_FEW_SHOT_NUMBERS = [
+    (1, 2, 3, 4),
+    (2, 3, 4, 5),
+    (3, 3, 8, 8),
+    (1, 5, 5, 5),
+    (4, 4, 10, 10),
+    (2, 2, 6, 7),
+    (1, 3, 4, 6),
+    (5, 6, 7, 8),
+]
+
+
+class CountdownTask:
+    """Puzzles in, step-format completions out, 1.0 for a completion that verifies.
+
+    ``few_shot`` worked examples (fixed solvable puzzles with their solutions, separated by
+    spaces) precede the puzzle: a long shared prefix, as real LM prompts have, for the KV-cache
+    benchmark; the project's small model is trained without them (``few_shot=0``).
+    """
+
+    def __init__(self, grammar: bool = True, few_shot: int = 0):
+        self.grammar = grammar
+        examples = [countdown.Puzzle(n) for n in _FEW_SHOT_NUMBERS[:few_shot]]
+        self.preamble = "".join(
+            f"{p.prompt}{','.join(countdown.solve(p.numbers))} " for p in examples
+        )
+
+    def prompt(self, item: countdown.Puzzle) -> str:
+        return self.preamble + item.prompt
+
+    def allowed_next(self, item: countdown.Puzzle, completion: str) -> frozenset[str] | None:
+        return countdown.allowed_next(item, completion) if self.grammar else None
+
+    def reward(self, item: countdown.Puzzle, completion: str) -> float:
+        return 1.0 if countdown.verify(item, completion).correct else 0.0
+
+    def reference(self, item: countdown.Puzzle, limit: int = 1) -> list[str]:
+        """Solver solutions as completions (pre-training data)."""
+        return [",".join(steps) for steps in countdown.solutions(item.numbers, item.target, limit)]
+
+
+class TaskSplit(NamedTuple):
+    task: Any
+    train: list
+    test: list
+
+
+def make_task(
+    name: str,
+    *,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    grammar: bool = True,
+    num_numbers: int = 5,
+    count: int = 2000,
+) -> TaskSplit:
+    """``countdown24``: the 1,362 solvable four-number puzzles, split by multiset.
+    ``countdown_general``: ``count`` puzzles of ``num_numbers`` numbers and targets 10..99."""
+    if name == "countdown24":
+        puzzles = countdown.countdown24_puzzles()
+    elif name == "countdown_general":
+        puzzles = countdown.general_countdown_puzzles(
+            num_numbers=num_numbers, count=count, seed=seed
+        )
+    else:
+        raise ValueError(f"unknown task {name!r}; choose one of {TASKS}")
+    train, test = countdown.split_puzzles(puzzles, test_fraction, seed)
+    return TaskSplit(CountdownTask(grammar), train, test)

@@ -1,0 +1,52 @@
+"""`LMAdapter` over the project's `TinyLM`: batched recompute of right-padded sequences.
+
+The model is small and the sequences short (Countdown: under 64 characters), so re-reading a
+sequence costs about as much as bookkeeping a KV cache; the Hugging Face backend
+(`llm_bridge.hf_adapter`) is the one that reuses caches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from llm_bridge.adapter import LMAdapter, LMOutput
+from llm_bridge.models import TinyLM
+
+
+def pad_right(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``ids [B, T]`` (right-padded with ``pad_id``) and ``lengths [B]``."""
+    lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)
+    ids = torch.full((len(sequences), int(lengths.max())), pad_id, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence)] = torch.as_tensor(sequence, dtype=torch.long)
+    return ids, lengths
+
+
+class TransformerAdapter(LMAdapter):
+    def __init__(self, model: TinyLM, *, eos_id: int, pad_id: int = 0, overflow: str = "error"):
+        super().__init__()
+        self.model = model
+        self.vocab_size = model.settings.vocab_size
+        self.max_length = model.settings.context
+        self.eos_id = eos_id
+        self.pad_id = pad_id
+        self.overflow = overflow
+
+    @torch.inference_mode()
+    def _evaluate(self, sequences: Sequence[Sequence[int]]) -> LMOutput:
+        if not sequences:
+            empty = torch.zeros(0, self.vocab_size)
+            return LMOutput(empty, torch.zeros(0))
+        device = next(self.model.parameters()).device
+        ids, lengths = pad_right(sequences, self.pad_id)
+        was_training = self.model.training
+        self.model.eval()
+        heads = self.model(ids.to(device))
+        self.model.train(was_training)
+        rows = torch.arange(len(sequences), device=device)
+        last = (lengths - 1).to(device)
+        logits = heads.logits[rows, last].float().cpu()
+        value = torch.sigmoid(heads.value_logit[rows, last]).float().cpu()
+        return LMOutput(logits, value)
