@@ -11,10 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-ALGORITHMS = ("alphazero", "gumbel_alphazero", "muzero", "gumbel_muzero", "efficientzero")
+# Language-model training (llm_bridge, game.kind=text): pre-training on solver solutions, then
+# rounds of search distillation, or the baselines SFT on verified samples and GRPO.
+LM_ALGORITHMS = ("lm_pretrain", "lm_distill", "lm_sft_verified", "lm_grpo")
+ALGORITHMS = (
+    "alphazero",
+    "gumbel_alphazero",
+    "muzero",
+    "gumbel_muzero",
+    "efficientzero",
+    *LM_ALGORITHMS,
+)
 LATENT_ALGORITHMS = ("muzero", "gumbel_muzero", "efficientzero")  # plan in a learned model
 GUMBEL_ALGORITHMS = ("gumbel_alphazero", "gumbel_muzero")
-GAME_KINDS = ("openspiel", "classic", "atari")
+GAME_KINDS = ("openspiel", "classic", "atari", "text")
 
 
 @dataclass
@@ -35,7 +45,7 @@ class AtariGameConfig:
 
 @dataclass
 class GameConfig:
-    kind: str = "openspiel"  # openspiel | classic (Gymnasium control) | atari
+    kind: str = "openspiel"  # openspiel | classic (Gymnasium control) | atari | text (LLM tasks)
     name: str = "tic_tac_toe"
     params: dict[str, Any] = field(default_factory=dict)  # OpenSpiel game parameters
     max_moves: int = 0  # games longer than this end as draws; 0 = the game's own limit
@@ -152,6 +162,35 @@ class EvalConfig:
 
 
 @dataclass
+class LLMConfig:
+    """The LLM bridge (game.kind=text): language model, decoding and training rounds.
+    game.name is the task (countdown24 | countdown_general); game.params its parameters."""
+
+    backend: str = "tiny"  # tiny: the project's TinyLM, trained from scratch
+    layers: int = 4
+    heads: int = 4
+    width: int = 128
+    context: int = 64  # tokens; longer prompts follow `overflow`
+    overflow: str = "error"  # error | truncate_left
+    test_fraction: float = 0.2  # of the task's prompts, split by multiset
+    split_seed: int = 0  # fixed apart from `seed`, so runs of every seed share one test set
+    pretrain_fraction: float = 0.3  # of the training prompts that get solver solutions
+    solutions_per_prompt: int = 4  # distinct solver solutions per pre-training prompt
+    pretrain_steps: int = 800
+    init_from: str = ""  # a pre-trained checkpoint to start from instead of pre-training
+    candidates: int = 8  # action width: the top-k grammar-allowed next tokens
+    max_new_tokens: int = 40
+    search: str = "mcts"  # distillation's search: mcts | gumbel
+    simulations: int = 32  # per decision
+    rounds: int = 3  # distillation / SFT / GRPO rounds after pre-training
+    round_steps: int = 300  # gradient steps per round
+    round_prompts: int = 0  # training prompts decoded per round; 0 = all
+    samples_per_prompt: int = 8  # lm_sft_verified and lm_grpo: samples per prompt per round
+    grpo_clip: float = 0.2
+    eval_prompts: int = 0  # test prompts in each greedy evaluation; 0 = all
+
+
+@dataclass
 class LoggerConfig:
     tensorboard: bool = True
 
@@ -170,6 +209,7 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
 
 

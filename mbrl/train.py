@@ -27,6 +27,7 @@ from mbrl.config import (
     GAME_KINDS,
     GUMBEL_ALGORITHMS,
     LATENT_ALGORITHMS,
+    LM_ALGORITHMS,
     RESUMABLE_CHANGES,
     TrainConfig,
 )
@@ -104,7 +105,14 @@ def claim_run_dir(cfg: TrainConfig) -> Path:
                 f"run_dir=..., or pass overwrite=true to delete it and start afresh."
             )
     if cfg.overwrite:
-        for child in ("checkpoints", "tb", "eval.jsonl", "eval_results.json", EXPERIMENT_FILE):
+        for child in (
+            "checkpoints",
+            "tb",
+            "eval.jsonl",
+            "eval_results.json",
+            "rounds.jsonl",
+            EXPERIMENT_FILE,
+        ):
             path = run_dir / child
             if path.is_dir():
                 shutil.rmtree(path)
@@ -120,6 +128,14 @@ def validate(cfg: TrainConfig) -> None:
         raise ValueError(f"algo.name must be one of {ALGORITHMS}, got {cfg.algo.name!r}")
     if cfg.game.kind not in GAME_KINDS:
         raise ValueError(f"game.kind must be one of {GAME_KINDS}, got {cfg.game.kind!r}")
+    if (cfg.game.kind == "text") != (cfg.algo.name in LM_ALGORITHMS):
+        raise ValueError(
+            f"algo={cfg.algo.name} does not train on game.kind={cfg.game.kind}: language-model "
+            f"tasks (game.kind=text) take algo={' | '.join(LM_ALGORITHMS)}, and those train "
+            "only on text tasks"
+        )
+    if cfg.game.kind == "text":
+        return
     expected = "gumbel" if cfg.algo.name in GUMBEL_ALGORITHMS else "puct"
     if cfg.search.policy != expected:
         raise ValueError(

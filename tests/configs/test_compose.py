@@ -11,7 +11,8 @@ from omegaconf.errors import ConfigKeyError, ValidationError
 
 from games import BoardGame
 from mbrl.cli._schema import register, to_train_config
-from mbrl.config import LATENT_ALGORITHMS, TrainConfig
+from llm_bridge.tasks.text_tasks import TASKS
+from mbrl.config import LATENT_ALGORITHMS, LM_ALGORITHMS, TrainConfig
 from mbrl.environments import make_environment
 from mbrl.train import search_settings, validate
 
@@ -39,6 +40,14 @@ def test_every_game_and_algo_composes(game, algo):
     cfg = composed(f"game={game}", f"algo={algo}")
     assert cfg.run_dir == f"runs/{cfg.game.name}_{algo}_seed0"
     search_settings(cfg)
+    if (cfg.game.kind == "text") != (algo in LM_ALGORITHMS):
+        with pytest.raises(ValueError, match=r"language-model tasks.*algo=lm_pretrain"):
+            validate(cfg)
+        return
+    if cfg.game.kind == "text":
+        validate(cfg)
+        assert cfg.game.name in TASKS
+        return
     if cfg.game.kind != "openspiel" and algo not in LATENT_ALGORITHMS:
         with pytest.raises(ValueError, match=r"no simulator.*algo=muzero"):
             validate(cfg)

@@ -1,0 +1,1 @@
+"""Console entry points of the LLM bridge (Hydra stops here)."""

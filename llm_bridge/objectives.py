@@ -1,0 +1,73 @@
+"""LM objectives on `llm_bridge.examples` batches, for `mbrl.system.System`.
+
+Same contract as `mbrl.objectives`: ``(network, batch) -> LossOutput``. ``LMObjective`` is
+K = 0 MuZero/AlphaZero for a language model: policy cross-entropy to a target over candidate
+token ids (the search's improved policy, or the next token when pre-training) plus the value
+head's binary cross-entropy to the verifier's outcome. ``GRPOObjective`` is the baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from mbrl import losses
+
+
+@dataclass(frozen=True)
+class LMObjective:
+    policy_weight: float = 1.0
+    value_weight: float = 0.5
+
+    def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        heads = network(batch["ids"])
+        mask = batch["target_mask"]
+        policy = losses.sparse_policy_cross_entropy(
+            heads.logits[mask], batch["candidates"][mask], batch["policy"][mask]
+        )
+        loss = self.policy_weight * policy.loss
+        metrics = dict(policy.metrics)
+        value_mask = batch["value_mask"]
+        if value_mask.any():
+            target = batch["value"][:, None].expand_as(value_mask)[value_mask]
+            predicted = heads.value_logit[value_mask]
+            value_loss = F.binary_cross_entropy_with_logits(predicted, target)
+            loss = loss + self.value_weight * value_loss
+            metrics["value_loss"] = value_loss.detach()
+            metrics["value_accuracy"] = ((predicted > 0) == (target > 0.5)).float().mean()
+        metrics["loss"] = loss.detach()
+        # Priorities are unused (LM data is not prioritized); one number per sequence.
+        per_sequence = torch.zeros(len(batch["ids"]))
+        return losses.LossOutput(loss, per_sequence, metrics)
+
+
+@dataclass(frozen=True)
+class GRPOObjective:
+    """Group-relative policy optimisation (Shao et al. 2024, DeepSeekMath): the clipped
+    surrogate of PPO with the group-normalised verifier reward as every token's advantage,
+    averaged over each sequence's tokens. No KL penalty (beta = 0, as in DAPO/Dr. GRPO)."""
+
+    clip: float = 0.2
+
+    def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        heads = network(batch["ids"])
+        mask = batch["target_mask"]
+        chosen = batch["candidates"][..., 0]  # the sampled token at each position
+        log_prob = torch.log_softmax(heads.logits, -1).gather(-1, chosen[..., None]).squeeze(-1)
+        ratio = torch.exp(log_prob - batch["old_log_prob"])
+        advantage = batch["advantage"][:, None]
+        surrogate = torch.minimum(
+            ratio * advantage, ratio.clamp(1 - self.clip, 1 + self.clip) * advantage
+        )
+        tokens = mask.sum(1).clamp_min(1)
+        per_sequence = -(surrogate * mask).sum(1) / tokens
+        loss = per_sequence.mean()
+        metrics = {
+            "loss": loss.detach(),
+            "policy_loss": loss.detach(),
+            "clip_fraction": ((ratio - 1).abs() > self.clip)[mask].float().mean().detach(),
+            "mean_advantage_abs": batch["advantage"].abs().mean(),
+        }
+        return losses.LossOutput(loss, per_sequence.detach(), metrics)

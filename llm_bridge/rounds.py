@@ -1,0 +1,107 @@
+"""Training data for each LM method, built from decodes: pre-training, search distillation,
+SFT on verified samples (STaR / ReST-EM) and GRPO. Pure data building; `llm_bridge.train_text`
+runs the rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from llm_bridge.decoding import Decoded
+from llm_bridge.examples import SequenceExample, collate, next_token_example
+from llm_bridge.text_env import TextEnv
+
+
+def pretrain_examples(
+    env: TextEnv, items: Sequence[Any], solutions_per_item: int
+) -> list[SequenceExample]:
+    """Teacher forcing on solver solutions (up to ``solutions_per_item`` distinct ones each)."""
+    examples = []
+    for item in items:
+        prompt = env.prompt_ids(item)
+        for completion in env.task.reference(item, solutions_per_item):
+            ids = [*prompt, *env.tokenizer.encode(completion), env.tokenizer.eos_id]
+            examples.append(next_token_example(ids, len(prompt)))
+    return examples
+
+
+def distill_examples(env: TextEnv, items: Sequence[Any], decoded: Decoded) -> list[SequenceExample]:
+    """Search distillation: at every searched decision, cross-entropy to the search policy over
+    the candidates; the value head learns the verifier's outcome on the whole completion."""
+    examples = []
+    for item, ids, reward, targets in zip(
+        items, decoded.ids, decoded.rewards, decoded.targets, strict=True
+    ):
+        prompt_length = len(env.prompt_ids(item))
+        positions, candidates, policy = [], [], []
+        for target in targets:
+            if tuple(ids[: len(target.ids)]) != tuple(target.ids):
+                raise AssertionError("a search target is not a prefix of its decoded completion")
+            positions.append(len(target.ids) - 1)
+            candidates.append(target.candidates.tolist())
+            policy.append(target.policy.tolist())
+        examples.append(
+            SequenceExample(
+                list(ids),
+                positions,
+                candidates,
+                policy,
+                value=float(reward),
+                value_from=prompt_length - 1,
+            )
+        )
+    return examples
+
+
+def verified_examples(
+    env: TextEnv, items: Sequence[Any], decoded: Decoded, samples_per_item: int
+) -> list[SequenceExample]:
+    """STaR / ReST-EM: teacher forcing on the distinct samples the verifier accepted.
+    ``decoded`` holds ``samples_per_item`` consecutive samples per item."""
+    examples, seen = [], set()
+    for k, (ids, reward) in enumerate(zip(decoded.ids, decoded.rewards, strict=True)):
+        if reward > 0 and tuple(ids) not in seen:
+            seen.add(tuple(ids))
+            prompt_length = len(env.prompt_ids(items[k // samples_per_item]))
+            examples.append(next_token_example(ids, prompt_length, value=1.0))
+    return examples
+
+
+def grpo_examples(
+    env: TextEnv,
+    items: Sequence[Any],
+    decoded: Decoded,
+    samples_per_item: int,
+    network: torch.nn.Module,
+) -> list[SequenceExample]:
+    """Group-relative advantages ``(r - mean) / (std + eps)`` within each item's samples; groups
+    where every sample scored the same carry no signal and are dropped. Old log-probs come from
+    ``network`` as it sampled (before this round's updates)."""
+    examples = []
+    rewards = decoded.rewards.reshape(len(items), samples_per_item)
+    for i, item in enumerate(items):
+        group = rewards[i]
+        if group.std() == 0:
+            continue
+        advantages = (group - group.mean()) / (group.std() + 1e-4)
+        prompt_length = len(env.prompt_ids(item))
+        for j in range(samples_per_item):
+            ids = decoded.ids[i * samples_per_item + j]
+            examples.append(next_token_example(ids, prompt_length, advantage=float(advantages[j])))
+    _attach_log_probs(network, examples)
+    return examples
+
+
+@torch.no_grad()
+def _attach_log_probs(network: torch.nn.Module, examples: list[SequenceExample], chunk: int = 256):
+    for start in range(0, len(examples), chunk):
+        part = examples[start : start + chunk]
+        batch = collate(part)
+        logits = network(batch["ids"]).logits
+        chosen = batch["candidates"][..., 0]
+        log_probs = torch.log_softmax(logits, -1).gather(-1, chosen[..., None]).squeeze(-1)
+        for row, example in enumerate(part):
+            example.old_log_prob = log_probs[row, example.positions].tolist()

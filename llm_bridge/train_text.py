@@ -1,0 +1,218 @@
+"""``train_text(cfg)``: language-model training on a text task through mbrl's System.
+
+Round 0 pre-trains on solver solutions for ``llm.pretrain_fraction`` of the training prompts
+(or loads ``llm.init_from``). Each later round builds data with the current model, by the
+algorithm's method, and fits ``llm.round_steps`` gradient steps:
+
+- ``lm_distill``: batched search decoding of the training prompts; cross-entropy to the
+  search policy over candidate tokens + value to the verifier's outcome (`LMObjective`);
+- ``lm_sft_verified``: ``llm.samples_per_prompt`` samples, SFT on the verified ones;
+- ``lm_grpo``: the same samples, GRPO with group-relative advantages (`GRPOObjective`).
+
+After every round the model decodes the test prompts greedily; accuracy, forward passes spent on
+data and the training solve rate go to TensorBoard (run_dir/tb) and run_dir/rounds.jsonl.
+``checkpoints/last.pt`` is written atomically after each round, and re-running the same command
+resumes after the last completed round.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+from lightning.pytorch.loggers import TensorBoardLogger
+
+from llm_bridge.decoding import SearchSettings, decode
+from llm_bridge.fitting import fit
+from llm_bridge.lm_checkpoint import load_lm, save_lm
+from llm_bridge.models import TinyLM, TinyLMSettings
+from llm_bridge.objectives import GRPOObjective, LMObjective
+from llm_bridge.rounds import distill_examples, grpo_examples, pretrain_examples, verified_examples
+from llm_bridge.tasks.text_tasks import make_task
+from llm_bridge.text_env import TextEnv
+from llm_bridge.tokenizer import CharTokenizer
+from llm_bridge.transformer_adapter import TransformerAdapter
+from mbrl.config import TrainConfig
+from mbrl.system import OptimSettings, System
+
+
+def task_spec(cfg: TrainConfig) -> dict:
+    return {
+        "name": cfg.game.name,
+        "params": dict(cfg.game.params),
+        "test_fraction": cfg.llm.test_fraction,
+        "split_seed": cfg.llm.split_seed,
+    }
+
+
+def build_env(
+    model: TinyLM,
+    tokenizer: CharTokenizer,
+    task,
+    *,
+    candidates: int,
+    max_new_tokens: int,
+    overflow: str = "error",
+) -> TextEnv:
+    adapter = TransformerAdapter(model, eos_id=tokenizer.eos_id, overflow=overflow)
+    return TextEnv(adapter, tokenizer, task, width=candidates, max_new_tokens=max_new_tokens)
+
+
+def _pretrain_items(train: list, fraction: float, seed: int) -> list:
+    if not 0 < fraction <= 1:
+        raise ValueError(f"llm.pretrain_fraction must lie in (0, 1], got {fraction}")
+    order = np.random.default_rng(seed).permutation(len(train))
+    return [train[i] for i in order[: max(1, int(fraction * len(train)))]]
+
+
+def _round_items(train: list, count: int, seed: int, round_index: int) -> list:
+    if count <= 0 or count >= len(train):
+        return list(train)
+    order = np.random.default_rng([seed, round_index]).permutation(len(train))
+    return [train[i] for i in order[:count]]
+
+
+def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, network):
+    """``(examples, objective, stats)`` for one round of the configured algorithm."""
+    llm, seed = cfg.llm, cfg.seed * 1000 + round_index
+    if cfg.algo.name == "lm_distill":
+        decoded = decode(
+            env, items, llm.search, budget=llm.simulations, seed=seed, settings=SearchSettings()
+        )
+        examples = distill_examples(env, items, decoded)
+        objective = LMObjective()
+    else:
+        n = llm.samples_per_prompt
+        decoded = decode(env, [item for item in items for _ in range(n)], "sample", seed=seed)
+        if cfg.algo.name == "lm_sft_verified":
+            examples, objective = verified_examples(env, items, decoded, n), LMObjective()
+        else:
+            examples = grpo_examples(env, items, decoded, n, network)
+            objective = GRPOObjective(clip=llm.grpo_clip)
+    stats = {
+        "data_passes": decoded.forward_passes,
+        "train_solve_rate": decoded.accuracy,
+        "examples": len(examples),
+    }
+    return examples, objective, stats
+
+
+def evaluate_greedy(env: TextEnv, test: list, limit: int) -> dict:
+    items = test if limit <= 0 else test[:limit]
+    decoded = decode(env, items, "greedy")
+    return {"test_greedy_accuracy": decoded.accuracy, "test_prompts": len(items)}
+
+
+def train_text(cfg: TrainConfig) -> dict:
+    from mbrl.train import claim_run_dir, validate  # shared run-directory rules
+
+    validate(cfg)
+    llm = cfg.llm
+    if llm.backend != "tiny":
+        raise ValueError(f"llm.backend must be 'tiny' for training, got {llm.backend!r}")
+    run_dir = claim_run_dir(cfg)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    split = make_task(
+        cfg.game.name, test_fraction=llm.test_fraction, seed=llm.split_seed, **cfg.game.params
+    )
+    last = run_dir / "checkpoints" / "last.pt"
+    tokenizer = CharTokenizer()
+    model, history, start = _initial_model(cfg, tokenizer, split, last, run_dir)
+    env = build_env(
+        model,
+        tokenizer,
+        split.task,
+        candidates=llm.candidates,
+        max_new_tokens=llm.max_new_tokens,
+        overflow=llm.overflow,
+    )
+    optim = OptimSettings(**{k: getattr(cfg.optim, k) for k in OptimSettings.__dataclass_fields__})
+    rounds = 0 if cfg.algo.name == "lm_pretrain" else llm.rounds
+    for round_index in range(start, rounds + 1):
+        began = time.time()
+        if round_index == 0:
+            examples = pretrain_examples(
+                env,
+                _pretrain_items(split.train, llm.pretrain_fraction, cfg.seed),
+                llm.solutions_per_prompt,
+            )
+            objective, stats, steps = LMObjective(), {"examples": len(examples)}, llm.pretrain_steps
+        else:
+            items = _round_items(split.train, llm.round_prompts, cfg.seed, round_index)
+            examples, objective, stats = round_data(cfg, env, items, round_index, model)
+            steps = llm.round_steps
+        system = System(model, objective, optim, metadata={"task": task_spec(cfg)})
+        logger = (
+            TensorBoardLogger(run_dir, name="tb", version=f"round{round_index}")
+            if cfg.logger.tensorboard
+            else False
+        )
+        fit(
+            system,
+            examples,
+            steps=steps,
+            batch_size=cfg.trainer.batch_size,
+            seed=cfg.seed * 1000 + round_index,
+            logger=logger,
+            progress_bar=cfg.trainer.progress_bar,
+            accelerator=cfg.trainer.accelerator,
+        )
+        record = {
+            "round": round_index,
+            **stats,
+            **evaluate_greedy(env, split.test, llm.eval_prompts),
+            "seconds": round(time.time() - began, 1),
+        }
+        history.append(record)
+        _log_round(run_dir, record, cfg.logger.tensorboard)
+        save_lm(
+            last,
+            model,
+            tokenizer,
+            task_spec(cfg),
+            round=round_index,
+            history=history,
+            algo=cfg.algo.name,
+        )
+    return {"run_dir": str(run_dir), "rounds": history, "checkpoint": str(last)}
+
+
+def _initial_model(cfg: TrainConfig, tokenizer: CharTokenizer, split, last: Path, run_dir: Path):
+    """``(model, history, first round to run)``: resumed, loaded from init_from, or fresh."""
+    llm = cfg.llm
+    if cfg.resume and last.exists():
+        loaded = load_lm(last)
+        print(f"resuming {run_dir} after round {loaded.state['round']}")
+        return loaded.model, list(loaded.state["history"]), loaded.state["round"] + 1
+    if llm.init_from:
+        loaded = load_lm(llm.init_from)
+        if loaded.task != task_spec(cfg):
+            raise ValueError(
+                f"llm.init_from={llm.init_from} was trained on task {loaded.task}, not "
+                f"{task_spec(cfg)}"
+            )
+        return loaded.model, [], 1
+    settings = TinyLMSettings(
+        tokenizer.vocab_size,
+        context=llm.context,
+        layers=llm.layers,
+        heads=llm.heads,
+        width=llm.width,
+    )
+    return TinyLM(settings), [], 0
+
+
+def _log_round(run_dir: Path, record: dict, tensorboard: bool) -> None:
+    print(json.dumps(record))
+    with open(run_dir / "rounds.jsonl", "a") as file:
+        file.write(json.dumps(record) + "\n")
+    if tensorboard:
+        from torch.utils.tensorboard import SummaryWriter
+
+        with SummaryWriter(run_dir / "tb" / "rounds") as writer:
+            for key, value in record.items():
+                if key != "round" and isinstance(value, int | float):
+                    writer.add_scalar(f"rounds/{key}", value, record["round"])

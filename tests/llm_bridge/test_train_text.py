@@ -1,0 +1,100 @@
+"""mbrl-train on a text task: pre-training, a distillation / SFT / GRPO round, resume, and
+mbrl-decode on the checkpoint. Tiny sizes: seconds each."""
+
+import json
+
+import pytest
+import torch
+from hydra import compose, initialize_config_module
+
+from llm_bridge.decode_command import DecodeCommandConfig, run_decode
+from llm_bridge.examples import collate, next_token_example
+from llm_bridge.fitting import fit
+from llm_bridge.lm_checkpoint import load_lm
+from llm_bridge.objectives import GRPOObjective, LMObjective
+from llm_bridge.train_text import train_text
+from mbrl.cli._schema import register, to_train_config
+from mbrl.system import OptimSettings, System
+
+TINY = [
+    "llm.layers=1",
+    "llm.width=16",
+    "llm.heads=2",
+    "llm.pretrain_steps=30",
+    "llm.round_steps=4",
+    "llm.rounds=1",
+    "llm.round_prompts=12",
+    "llm.eval_prompts=12",
+    "llm.simulations=4",
+    "llm.samples_per_prompt=4",
+    "trainer.batch_size=16",
+    "trainer.progress_bar=false",
+    "logger.tensorboard=false",
+]
+
+
+def composed(*overrides):
+    register()
+    with initialize_config_module(config_module="configs", version_base="1.3"):
+        return to_train_config(compose(config_name="train", overrides=list(overrides)))
+
+
+@pytest.mark.parametrize("method", ["distill", "sft_verified", "grpo"])
+def test_each_method_runs_a_round_after_pretraining(tmp_path, method):
+    cfg = composed(f"experiment=countdown_{method}", f"run_dir={tmp_path}", *TINY)
+    summary = train_text(cfg)
+    assert [r["round"] for r in summary["rounds"]] == [0, 1]
+    assert summary["rounds"][1]["data_passes"] > 0
+    assert load_lm(tmp_path).state["round"] == 1
+
+
+def test_a_rerun_resumes_after_the_last_round_and_decode_reads_the_checkpoint(tmp_path):
+    cfg = composed("experiment=countdown_distill", f"run_dir={tmp_path}", *TINY)
+    train_text(cfg)
+    cfg.llm.rounds = 2  # a longer run of the same experiment continues, not restarts
+    with pytest.raises(ValueError, match="another experiment"):
+        train_text(cfg)  # rounds is part of the experiment's identity
+    cfg.llm.rounds = 1
+    summary = train_text(cfg)  # nothing left to do: history is kept, no round re-run
+    assert [r["round"] for r in summary["rounds"]] == [0, 1]
+    result = run_decode(
+        DecodeCommandConfig(checkpoint=str(tmp_path), method="mcts", budget=4, limit=5)
+    )
+    lines = (tmp_path / "decode_test_mcts_4.jsonl").read_text().splitlines()
+    assert len(lines) == 5 and result["forward_passes"] > 5
+    assert set(json.loads(lines[0])) == {"prompt", "completion", "correct"}
+
+
+def test_decode_names_an_unknown_method_and_a_missing_checkpoint(tmp_path):
+    with pytest.raises(ValueError, match=r"'nucleus'.*best_of_n"):
+        run_decode(DecodeCommandConfig(checkpoint=str(tmp_path), method="nucleus"))
+    with pytest.raises(FileNotFoundError, match="no LM checkpoint"):
+        run_decode(DecodeCommandConfig(checkpoint=str(tmp_path / "nothing")))
+
+
+def test_pretraining_loss_falls(env, countdown):
+    from llm_bridge.rounds import pretrain_examples
+
+    examples = pretrain_examples(env, countdown.train[:64], 2)
+    system = System(env.adapter.model, LMObjective(), OptimSettings(lr=3e-3))
+    before = LMObjective()(env.adapter.model, collate(examples)).loss.item()
+    fit(system, examples, steps=40, batch_size=32, seed=0)
+    after = LMObjective()(env.adapter.model, collate(examples)).loss.item()
+    assert after < 0.7 * before
+
+
+def test_sft_targets_make_lm_objective_the_token_cross_entropy(tiny_model):
+    example = next_token_example([1, 5, 6, 7, 8, 2], prompt_length=3)
+    batch = collate([example])
+    loss = LMObjective(value_weight=0.0)(tiny_model, batch).loss
+    logits = tiny_model(batch["ids"]).logits[0, 2:5]
+    expected = torch.nn.functional.cross_entropy(logits, torch.tensor([7, 8, 2]))
+    assert torch.isclose(loss, expected, atol=1e-5)
+
+
+def test_grpo_without_advantage_has_no_gradient(tiny_model):
+    example = next_token_example([1, 5, 6, 7, 2], prompt_length=2, advantage=0.0)
+    example.old_log_prob = [0.0] * len(example.positions)
+    loss = GRPOObjective()(tiny_model, collate([example])).loss
+    loss.backward()
+    assert all(p.grad is None or p.grad.abs().max() == 0 for p in tiny_model.parameters())
