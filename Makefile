@@ -7,7 +7,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo search-demo test test-slow test-all lint format bench bench-quick bench-learning bench-cartpole bench-atari clean
+.PHONY: setup demo search-demo test test-slow test-all lint format bench bench-quick bench-learning bench-cartpole bench-atari bench-llm clean
 
 setup: $(STAMP)
 
@@ -58,6 +58,11 @@ bench-cartpole: setup  ## MuZero, Gumbel MuZero, EfficientZero on CartPole to 47
 
 bench-atari: setup  ## the atari100k_ez preset briefly: throughput, time split, projected 100k run
 	$(BIN)/python -m benchmarks.atari_throughput
+
+bench-llm: setup  ## Countdown-24: decoding methods at matched passes, distillation vs SFT vs GRPO, KV reuse
+	$(BIN)/python -m benchmarks.countdown_decoding
+	$(BIN)/python -m benchmarks.countdown_distill
+	$(BIN)/python -m benchmarks.llm_kv_reuse --threads 1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis outputs

@@ -80,6 +80,18 @@ class LMAdapter(ABC):
         ]
         return children, self.evaluate([child.ids for child in children])
 
+    def score(self, parents: Sequence[LMState], continuations: Sequence[Sequence[int]]) -> LMOutput:
+        """Step proposals: ``LMOutput(logits=log p(continuation | parent) [M], value [M])``,
+        the value read after the continuation; one pass per continuation."""
+        self.forward_passes += len(continuations)
+        return self._score([self.fit(p.ids) for p in parents], continuations)
+
+    def _score(self, prefixes: Sequence[Sequence[int]], continuations) -> LMOutput:
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot score step continuations; step-level actions need "
+            "a backend with _score (TransformerAdapter)"
+        )
+
     def release(self, states: Iterable[LMState]) -> None:
         """Drop the caches of states the caller no longer needs."""
         for state in states:

@@ -10,11 +10,13 @@ from pathlib import Path
 
 from llm_bridge.decoding import METHODS, decode
 from llm_bridge.lm_checkpoint import load_lm
+from llm_bridge.step_env import StepTextEnv
 from llm_bridge.tasks.countdown import Puzzle
 from llm_bridge.tasks.text_tasks import make_task
 from llm_bridge.train_text import build_env
 
 SPLITS = ("test", "train")
+ACTION_SPACES = ("tokens", "steps")
 
 
 @dataclass
@@ -27,7 +29,8 @@ class DecodeCommandConfig:
     limit: int = 0  # decode only the first so many prompts; 0 = all
     temperature: float = 1.0  # sample and best_of_n
     seed: int = 0
-    candidates: int = 8  # action width (top-k grammar-allowed tokens)
+    actions: str = "tokens"  # tokens: top-k grammar-allowed next tokens | steps: whole steps
+    candidates: int = 8  # tokens: the action width (top-k)
     max_new_tokens: int = 40
     overflow: str = "error"  # a prompt longer than the model's context: error | truncate_left
     output: str = ""  # JSONL; default <run dir>/decode_<split>_<method>_<budget>.jsonl
@@ -64,6 +67,8 @@ def run_decode(cfg: DecodeCommandConfig) -> dict:
     items = _items(cfg, loaded.task)
     if cfg.limit > 0:
         items = items[: cfg.limit]
+    if cfg.actions not in ACTION_SPACES:
+        raise ValueError(f"actions must be one of {ACTION_SPACES}, got {cfg.actions!r}")
     env = build_env(
         loaded.model,
         loaded.tokenizer,
@@ -72,6 +77,9 @@ def run_decode(cfg: DecodeCommandConfig) -> dict:
         max_new_tokens=cfg.max_new_tokens,
         overflow=cfg.overflow,
     )
+    if cfg.actions == "steps":  # whole Countdown steps as actions, scored by the LM
+        env = StepTextEnv(env.adapter, loaded.tokenizer, split.task)
+    split.task.stats.reset()
     began = time.time()
     decoded = decode(
         env, items, cfg.method, budget=cfg.budget, seed=cfg.seed, temperature=cfg.temperature
@@ -91,12 +99,14 @@ def run_decode(cfg: DecodeCommandConfig) -> dict:
             file.write(json.dumps(record) + "\n")
     summary = {
         "method": cfg.method,
+        "actions": cfg.actions,
         "budget": cfg.budget,
         "prompts": len(items),
         "accuracy": round(decoded.accuracy, 4),
         "forward_passes": decoded.forward_passes,
         "passes_per_prompt": round(decoded.forward_passes / max(1, len(items)), 1),
         "seconds": round(seconds, 1),
+        "verifier": split.task.stats.summary(),  # every completion the verifier judged
         "output": str(output),
     }
     print(json.dumps(summary))
@@ -107,4 +117,4 @@ def _default_output(cfg: DecodeCommandConfig) -> Path:
     path = Path(cfg.checkpoint)
     run_dir = path if path.is_dir() else path.parent.parent
     name = "prompts" if cfg.prompts else cfg.split
-    return run_dir / f"decode_{name}_{cfg.method}_{cfg.budget}.jsonl"
+    return run_dir / f"decode_{name}_{cfg.actions}_{cfg.method}_{cfg.budget}.jsonl"

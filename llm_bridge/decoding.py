@@ -13,7 +13,8 @@ evaluated), so methods are compared at matched compute:
   Gumbel-selected action is played, and a completion the verifier accepted anywhere in a search
   tree is returned at once (the verifier is exact, so the search has solved the prompt).
 
-Search methods also return their policy targets (`SearchTarget`) for distillation.
+Search methods also return their policy targets (`SearchTarget`) for distillation: the search
+policy at each decision played, and one-hot targets along a verified path once one is found.
 """
 
 from __future__ import annotations
@@ -172,14 +173,14 @@ def _search_decode(env: TextEnv, items, method: str, settings: SearchSettings, s
         roots = [nodes[i] for i in live]
         output = _search(env, roots, method, settings, _root_seeds(seed, live, move))
         for j, (i, root) in enumerate(zip(live, roots, strict=True)):
-            targets[i].append(
-                SearchTarget(root.state.ids, root.candidates, output.action_weights[j])
-            )
             solved = _verified_leaf(output.embeddings[j])
             if solved is not None:
                 nodes[i] = solved
                 targets[i].extend(_path_targets(output, j, solved))
                 continue
+            targets[i].append(
+                SearchTarget(root.state.ids, root.candidates, output.action_weights[j])
+            )
             child = output.tree.children_index[j, search.ROOT_INDEX, output.action[j]]
             nodes[i] = (
                 output.embeddings[j][child]
@@ -226,14 +227,13 @@ def _verified_leaf(row_nodes: list) -> TextNode | None:
 
 
 def _path_targets(output, j: int, leaf: TextNode) -> list[SearchTarget]:
-    """One-hot targets along the tree path to a verified leaf (below the root, whose target is
-    the search's own): with an exact verifier the search has proven these choices."""
+    """One-hot targets along the tree path from the root to a verified leaf: with an exact
+    verifier the search has proven these choices optimal (value 1, the most there is), whatever
+    the visit counts say after few simulations."""
     storage, tree = output.embeddings[j], output.tree
     index = storage.index(leaf)
     path = []
-    while (
-        tree.parents[j, index] != search.NO_PARENT and tree.parents[j, index] != search.ROOT_INDEX
-    ):
+    while tree.parents[j, index] != search.NO_PARENT:
         parent = int(tree.parents[j, index])
         action = int(tree.action_from_parent[j, index])
         node = storage[parent]

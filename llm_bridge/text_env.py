@@ -49,6 +49,7 @@ class TextNode:
     value: float  # the value head's estimate (0 for terminal nodes)
     terminal: bool = False
     reward: float = 0.0  # the verifier's reward, for terminal nodes
+    children: list | None = None  # step-level decoding: the children by action, once scored
 
 
 class TextEnv:
@@ -123,17 +124,9 @@ class TextEnv:
         return children
 
     def recurrent_fn(self, parents: list[TextNode], actions: np.ndarray):
-        """The search's model seam: the verifier's reward on the edge into a terminal node,
-        discount 0 there and 1 elsewhere (single agent, undiscounted)."""
+        """The search's model seam (see `step_output`)."""
         children = self.step(parents, actions)
-        output = StepOutput(
-            reward=np.array([c.reward for c in children], np.float32),
-            discount=np.array([0.0 if c.terminal else 1.0 for c in children], np.float32),
-            prior_logits=np.stack([c.prior_logits for c in children]),
-            value=np.array([c.value for c in children], np.float32),
-            legal=np.stack([c.legal for c in children]),
-        )
-        return output, children
+        return step_output(children), children
 
     # -- internals -------------------------------------------------------------------------
 
@@ -192,6 +185,19 @@ class TextEnv:
         if not legal.any():  # the grammar allows nothing: a dead end, scored by the verifier
             node = self._terminal(node, [], text)
         return node
+
+
+def step_output(children: Sequence[TextNode]) -> StepOutput:
+    """What the search needs about new nodes: the verifier's reward on the edge into a terminal
+    node, discount 0 there and 1 elsewhere (single agent, undiscounted), priors, values, legal
+    masks (the grammar's, inside the tree too)."""
+    return StepOutput(
+        reward=np.array([c.reward for c in children], np.float32),
+        discount=np.array([0.0 if c.terminal else 1.0 for c in children], np.float32),
+        prior_logits=np.stack([c.prior_logits for c in children]),
+        value=np.array([c.value for c in children], np.float32),
+        legal=np.stack([c.legal for c in children]),
+    )
 
 
 def _absorbed(parent: TextNode) -> TextNode:

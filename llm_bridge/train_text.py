@@ -9,6 +9,10 @@ algorithm's method, and fits ``llm.round_steps`` gradient steps:
 - ``lm_sft_verified``: ``llm.samples_per_prompt`` samples, SFT on the verified ones;
 - ``lm_grpo``: the same samples, GRPO with group-relative advantages (`GRPOObjective`).
 
+With ``llm.keep_data`` distillation and SFT train each round on the pre-training data plus every
+round's data so far (a growing pool, expert iteration's replay), so a round adds to what the
+model knows instead of replacing it; GRPO stays on-policy.
+
 After every round the model decodes the test prompts greedily; accuracy, forward passes spent on
 data and the training solve rate go to TensorBoard (run_dir/tb) and run_dir/rounds.jsonl.
 ``checkpoints/last.pt`` is written atomically after each round, and re-running the same command
@@ -120,7 +124,7 @@ def train_text(cfg: TrainConfig) -> dict:
     )
     last = run_dir / "checkpoints" / "last.pt"
     tokenizer = CharTokenizer()
-    model, history, start = _initial_model(cfg, tokenizer, split, last, run_dir)
+    model, history, start, pool = _initial_model(cfg, tokenizer, split, last, run_dir)
     env = build_env(
         model,
         tokenizer,
@@ -133,17 +137,21 @@ def train_text(cfg: TrainConfig) -> dict:
     rounds = 0 if cfg.algo.name == "lm_pretrain" else llm.rounds
     for round_index in range(start, rounds + 1):
         began = time.time()
+        pretraining = pretrain_examples(
+            env,
+            _pretrain_items(split.train, llm.pretrain_fraction, cfg.seed),
+            llm.solutions_per_prompt,
+        )
         if round_index == 0:
-            examples = pretrain_examples(
-                env,
-                _pretrain_items(split.train, llm.pretrain_fraction, cfg.seed),
-                llm.solutions_per_prompt,
-            )
-            objective, stats, steps = LMObjective(), {"examples": len(examples)}, llm.pretrain_steps
+            examples, objective = pretraining, LMObjective()
+            stats, steps = {"examples": len(examples)}, llm.pretrain_steps
         else:
             items = _round_items(split.train, llm.round_prompts, cfg.seed, round_index)
             examples, objective, stats = round_data(cfg, env, items, round_index, model)
             steps = llm.round_steps
+            if llm.keep_data and cfg.algo.name != "lm_grpo":  # GRPO stays on-policy
+                pool.extend(examples)
+                examples = pretraining + pool
         system = System(model, objective, optim, metadata={"task": task_spec(cfg)})
         logger = (
             TensorBoardLogger(run_dir, name="tb", version=f"round{round_index}")
@@ -173,6 +181,7 @@ def train_text(cfg: TrainConfig) -> dict:
             model,
             tokenizer,
             task_spec(cfg),
+            pool=pool,
             round=round_index,
             history=history,
             algo=cfg.algo.name,
@@ -181,12 +190,14 @@ def train_text(cfg: TrainConfig) -> dict:
 
 
 def _initial_model(cfg: TrainConfig, tokenizer: CharTokenizer, split, last: Path, run_dir: Path):
-    """``(model, history, first round to run)``: resumed, loaded from init_from, or fresh."""
+    """``(model, history, first round to run, data pool)``: resumed, loaded from init_from,
+    or fresh."""
     llm = cfg.llm
     if cfg.resume and last.exists():
         loaded = load_lm(last)
         print(f"resuming {run_dir} after round {loaded.state['round']}")
-        return loaded.model, list(loaded.state["history"]), loaded.state["round"] + 1
+        state = loaded.state
+        return loaded.model, list(state["history"]), state["round"] + 1, list(state["pool"])
     if llm.init_from:
         loaded = load_lm(llm.init_from)
         if loaded.task != task_spec(cfg):
@@ -194,7 +205,7 @@ def _initial_model(cfg: TrainConfig, tokenizer: CharTokenizer, split, last: Path
                 f"llm.init_from={llm.init_from} was trained on task {loaded.task}, not "
                 f"{task_spec(cfg)}"
             )
-        return loaded.model, [], 1
+        return loaded.model, [], 1, []
     settings = TinyLMSettings(
         tokenizer.vocab_size,
         context=llm.context,
@@ -202,7 +213,7 @@ def _initial_model(cfg: TrainConfig, tokenizer: CharTokenizer, split, last: Path
         heads=llm.heads,
         width=llm.width,
     )
-    return TinyLM(settings), [], 0
+    return TinyLM(settings), [], 0, []
 
 
 def _log_round(run_dir: Path, record: dict, tensorboard: bool) -> None:

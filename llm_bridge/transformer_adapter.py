@@ -50,3 +50,24 @@ class TransformerAdapter(LMAdapter):
         logits = heads.logits[rows, last].float().cpu()
         value = torch.sigmoid(heads.value_logit[rows, last]).float().cpu()
         return LMOutput(logits, value)
+
+    @torch.inference_mode()
+    def _score(self, prefixes, continuations) -> LMOutput:
+        """Teacher-forced log-probability of each continuation after its prefix (one batched
+        forward over the concatenations)."""
+        if not continuations:
+            return LMOutput(torch.zeros(0), torch.zeros(0))
+        sequences = [[*p, *c] for p, c in zip(prefixes, continuations, strict=True)]
+        ids, lengths = pad_right(sequences, self.pad_id)
+        was_training = self.model.training
+        self.model.eval()
+        heads = self.model(ids)
+        self.model.train(was_training)
+        log_probs = torch.log_softmax(heads.logits.float(), -1)
+        totals, values = [], []
+        for row, (prefix, continuation) in enumerate(zip(prefixes, continuations, strict=True)):
+            positions = torch.arange(len(prefix) - 1, len(prefix) + len(continuation) - 1)
+            tokens = torch.as_tensor(continuation, dtype=torch.long)
+            totals.append(log_probs[row, positions, tokens].sum())
+            values.append(torch.sigmoid(heads.value_logit[row, lengths[row] - 1]))
+        return LMOutput(torch.stack(totals), torch.stack(values).float())

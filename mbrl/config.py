@@ -185,6 +185,7 @@ class LLMConfig:
     rounds: int = 3  # distillation / SFT / GRPO rounds after pre-training
     round_steps: int = 300  # gradient steps per round
     round_prompts: int = 0  # training prompts decoded per round; 0 = all
+    keep_data: bool = True  # distill / SFT: train on pre-training data + all rounds' data so far
     samples_per_prompt: int = 8  # lm_sft_verified and lm_grpo: samples per prompt per round
     grpo_clip: float = 0.2
     eval_prompts: int = 0  # test prompts in each greedy evaluation; 0 = all

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from llm_bridge.tasks import countdown
+from llm_bridge.verifiers import CountdownVerifier, VerifierStats
 
 TASKS = ("countdown24", "countdown_general")
 _FEW_SHOT_NUMBERS = [
@@ -34,6 +35,8 @@ class CountdownTask:
 
     def __init__(self, grammar: bool = True, few_shot: int = 0):
         self.grammar = grammar
+        self.verifier = CountdownVerifier()
+        self.stats = VerifierStats()  # every verdict since the last reset, by status
         examples = [countdown.Puzzle(n) for n in _FEW_SHOT_NUMBERS[:few_shot]]
         self.preamble = "".join(
             f"{p.prompt}{','.join(countdown.solve(p.numbers))} " for p in examples
@@ -46,7 +49,28 @@ class CountdownTask:
         return countdown.allowed_next(item, completion) if self.grammar else None
 
     def reward(self, item: countdown.Puzzle, completion: str) -> float:
-        return 1.0 if countdown.verify(item, completion).correct else 0.0
+        result = self.verifier(item.prompt, completion)
+        self.stats.record(result)
+        return result.reward
+
+    def step_width(self, item: countdown.Puzzle) -> int:
+        return countdown.step_action_width(len(item.numbers))
+
+    def steps(self, item: countdown.Puzzle, completion: str) -> list[tuple[str, bool] | None]:
+        """Step-level actions: (pair, operation) -> ``(",a op b=c", last step?)`` or None."""
+        numbers = countdown.completion_numbers(item, completion)
+        width = self.step_width(item)
+        if numbers is None or len(numbers) < 2:
+            return [None] * width
+        separator = "," if completion else ""
+        steps: list[tuple[str, bool] | None] = []
+        for action, legal in enumerate(countdown.legal_step_mask(numbers, width)):
+            if not legal:
+                steps.append(None)
+                continue
+            remaining, text = countdown.apply_step(numbers, action)
+            steps.append((separator + text, len(remaining) == 1))
+        return steps
 
     def reference(self, item: countdown.Puzzle, limit: int = 1) -> list[str]:
         """Solver solutions as completions (pre-training data)."""

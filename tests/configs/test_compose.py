@@ -10,8 +10,8 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from games import BoardGame
-from mbrl.cli._schema import register, to_train_config
 from llm_bridge.tasks.text_tasks import TASKS
+from mbrl.cli._schema import register, to_train_config
 from mbrl.config import LATENT_ALGORITHMS, LM_ALGORITHMS, TrainConfig
 from mbrl.environments import make_environment
 from mbrl.train import search_settings, validate

@@ -59,3 +59,22 @@ def test_a_prefix_read_once_costs_no_second_forward_pass(env):
 def test_width_below_two_is_refused(tiny_model, tokenizer, countdown):
     with pytest.raises(ValueError, match="width"):
         TextEnv(TransformerAdapter(tiny_model, eos_id=2), tokenizer, countdown.task, width=1)
+
+
+def test_step_actions_score_every_legal_step_and_a_solution_earns_reward_one(
+    tiny_model, tokenizer, countdown
+):
+    from llm_bridge.step_env import StepTextEnv
+
+    env = StepTextEnv(
+        TransformerAdapter(tiny_model, eos_id=tokenizer.eos_id), tokenizer, countdown.task
+    )
+    root = env.reset([Puzzle((1, 3, 4, 6))])[0]
+    steps = countdown.task.steps(Puzzle((1, 3, 4, 6)), "")
+    assert root.legal.tolist() == [s is not None for s in steps]
+    assert env.adapter.forward_passes == 1 + root.legal.sum()  # the root, then each step
+    node = root
+    for text in ("3/4=3|4", ",1-3|4=1|4", ",6/1|4=24"):
+        steps = countdown.task.steps(Puzzle((1, 3, 4, 6)), node.completion)
+        node = env.step([node], [[s and s[0] for s in steps].index(text)])[0]
+    assert node.terminal and node.reward == 1.0 and node.completion == "3/4=3|4,1-3|4=1|4,6/1|4=24"

@@ -57,12 +57,15 @@ def test_a_rerun_resumes_after_the_last_round_and_decode_reads_the_checkpoint(tm
     cfg.llm.rounds = 1
     summary = train_text(cfg)  # nothing left to do: history is kept, no round re-run
     assert [r["round"] for r in summary["rounds"]] == [0, 1]
-    result = run_decode(
-        DecodeCommandConfig(checkpoint=str(tmp_path), method="mcts", budget=4, limit=5)
-    )
-    lines = (tmp_path / "decode_test_mcts_4.jsonl").read_text().splitlines()
-    assert len(lines) == 5 and result["forward_passes"] > 5
-    assert set(json.loads(lines[0])) == {"prompt", "completion", "correct"}
+    for actions in ("tokens", "steps"):
+        config = DecodeCommandConfig(
+            checkpoint=str(tmp_path), method="mcts", budget=4, limit=5, actions=actions
+        )
+        result = run_decode(config)
+        lines = (tmp_path / f"decode_test_{actions}_mcts_4.jsonl").read_text().splitlines()
+        assert len(lines) == 5 and result["forward_passes"] > 5
+        assert set(json.loads(lines[0])) == {"prompt", "completion", "correct"}
+        assert result["actions"] == actions
 
 
 def test_decode_names_an_unknown_method_and_a_missing_checkpoint(tmp_path):
