@@ -30,8 +30,8 @@ class DecodeCommandConfig:
     temperature: float = 1.0  # sample and best_of_n
     seed: int = 0
     actions: str = "tokens"  # tokens: top-k grammar-allowed next tokens | steps: whole steps
-    candidates: int = 8  # tokens: the action width (top-k)
-    max_new_tokens: int = 40
+    candidates: int = 0  # tokens: the action width (top-k); 0 = the checkpoint's
+    max_new_tokens: int = 0  # 0 = the checkpoint's
     overflow: str = "error"  # a prompt longer than the model's context: error | truncate_left
     output: str = ""  # JSONL; default <run dir>/decode_<split>_<method>_<budget>.jsonl
 
@@ -69,12 +69,13 @@ def run_decode(cfg: DecodeCommandConfig) -> dict:
         items = items[: cfg.limit]
     if cfg.actions not in ACTION_SPACES:
         raise ValueError(f"actions must be one of {ACTION_SPACES}, got {cfg.actions!r}")
+    trained = loaded.state.get("decoding", {})  # the width and length it was trained with
     env = build_env(
         loaded.model,
         loaded.tokenizer,
         split.task,
-        candidates=cfg.candidates,
-        max_new_tokens=cfg.max_new_tokens,
+        candidates=cfg.candidates or trained.get("candidates", 8),
+        max_new_tokens=cfg.max_new_tokens or trained.get("max_new_tokens", 40),
         overflow=cfg.overflow,
     )
     if cfg.actions == "steps":  # whole Countdown steps as actions, scored by the LM

@@ -14,7 +14,8 @@ evaluated), so methods are compared at matched compute:
   tree is returned at once (the verifier is exact, so the search has solved the prompt).
 
 Search methods also return their policy targets (`SearchTarget`) for distillation: the search
-policy at each decision played, and one-hot targets along a verified path once one is found.
+policy at each decision played, and, once a search finds verified completions, targets at every
+node on the way to them (each action's share of the verified leaves below it).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class Decoded:
         return float((self.rewards > 0).mean()) if len(self.rewards) else 0.0
 
 
-class SearchSettings(NamedTuple):
+class TreeSearchSettings(NamedTuple):
     num_simulations: int = 16
     max_num_considered_actions: int = 8  # gumbel
     dirichlet_fraction: float = 0.0  # decoding explores through the tree, not noise
@@ -70,7 +71,7 @@ def decode(
     budget: int = 1,
     seed: int = 0,
     temperature: float = 1.0,
-    settings: SearchSettings | None = None,
+    settings: TreeSearchSettings | None = None,
 ) -> Decoded:
     """Run ``method`` on ``items``. ``budget`` is n for best-of-n, the width for beam and the
     simulations per decision for mcts/gumbel (ignored by greedy and sample)."""
@@ -86,7 +87,7 @@ def decode(
     elif method == "beam":
         nodes, targets = _beam(env, items, budget), []
     else:
-        settings = (settings or SearchSettings())._replace(num_simulations=budget)
+        settings = (settings or TreeSearchSettings())._replace(num_simulations=budget)
         nodes, targets = _search_decode(env, items, method, settings, seed)
     return Decoded(
         completions=[n.completion for n in nodes],
@@ -165,7 +166,7 @@ def _root_seeds(seed: int, rows: Sequence[int], move: int) -> np.ndarray:
     return np.array([(seed * 1_000_003 + row) * 1009 + move for row in rows], np.int64)
 
 
-def _search_decode(env: TextEnv, items, method: str, settings: SearchSettings, seed: int):
+def _search_decode(env: TextEnv, items, method: str, settings: TreeSearchSettings, seed: int):
     nodes = env.reset(items)
     targets: list[list[SearchTarget]] = [[] for _ in items]
     move = 0
@@ -176,7 +177,7 @@ def _search_decode(env: TextEnv, items, method: str, settings: SearchSettings, s
             solved = _verified_leaf(output.embeddings[j])
             if solved is not None:
                 nodes[i] = solved
-                targets[i].extend(_path_targets(output, j, solved))
+                targets[i].extend(_solved_targets(output, j))
                 continue
             targets[i].append(
                 SearchTarget(root.state.ids, root.candidates, output.action_weights[j])
@@ -191,7 +192,7 @@ def _search_decode(env: TextEnv, items, method: str, settings: SearchSettings, s
     return nodes, targets
 
 
-def _search(env: TextEnv, roots: list[TextNode], method: str, settings: SearchSettings, keys):
+def _search(env: TextEnv, roots: list[TextNode], method: str, settings: TreeSearchSettings, keys):
     root = search.RootOutput(
         prior_logits=np.stack([r.prior_logits for r in roots]),
         value=np.array([r.value for r in roots], np.float32),
@@ -226,19 +227,25 @@ def _verified_leaf(row_nodes: list) -> TextNode | None:
     return None
 
 
-def _path_targets(output, j: int, leaf: TextNode) -> list[SearchTarget]:
-    """One-hot targets along the tree path from the root to a verified leaf: with an exact
-    verifier the search has proven these choices optimal (value 1, the most there is), whatever
-    the visit counts say after few simulations."""
+def _solved_targets(output, j: int) -> list[SearchTarget]:
+    """Targets at every node on a path to a verified leaf of tree ``j``: each action's share of
+    the verified leaves below it. With an exact verifier these actions are proven optimal
+    (value 1, the most there is), whatever the visit counts say after few simulations; and the
+    sub-problems along the way (e.g. three numbers left) recur in other prompts."""
     storage, tree = output.embeddings[j], output.tree
-    index = storage.index(leaf)
-    path = []
-    while tree.parents[j, index] != search.NO_PARENT:
-        parent = int(tree.parents[j, index])
-        action = int(tree.action_from_parent[j, index])
-        node = storage[parent]
-        policy = np.zeros(len(node.candidates), np.float32)
-        policy[action] = 1.0
-        path.append(SearchTarget(node.state.ids, node.candidates, policy))
-        index = parent
-    return path[::-1]
+    counts: dict[int, np.ndarray] = {}
+    for index, node in enumerate(storage):
+        if node is None or not (node.terminal and node.reward > 0):
+            continue
+        if any(node is other for other in storage[:index]):
+            continue  # the same (cached) leaf reached twice is one solution
+        while tree.parents[j, index] != search.NO_PARENT:
+            parent = int(tree.parents[j, index])
+            action = int(tree.action_from_parent[j, index])
+            counts.setdefault(parent, np.zeros(len(storage[parent].candidates), np.float32))
+            counts[parent][action] += 1
+            index = parent
+    return [
+        SearchTarget(storage[node].state.ids, storage[node].candidates, hits / hits.sum())
+        for node, hits in sorted(counts.items(), key=lambda pair: len(storage[pair[0]].state.ids))
+    ]

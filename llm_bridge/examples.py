@@ -32,6 +32,7 @@ class SequenceExample:
     policy: list[list[float]]  # per position
     value: float = float("nan")  # NaN = no value target
     value_from: int = 0  # first position with a value target
+    value_to: int | None = None  # one past the last; None = len(ids) - 1 (not after <eos>)
     advantage: float = 0.0
     old_log_prob: list[float] = field(default_factory=list)  # per position (GRPO)
 
@@ -77,7 +78,8 @@ def collate(examples: Sequence[SequenceExample], pad_id: int = 0) -> dict[str, t
                 old_log_prob[row, pos] = e.old_log_prob[j]
         if not np.isnan(e.value):
             value[row] = e.value
-            value_mask[row, e.value_from : len(e.ids) - 1] = True
+            end = len(e.ids) - 1 if e.value_to is None else e.value_to
+            value_mask[row, e.value_from : end] = True
         advantage[row] = e.advantage
     arrays = dict(
         ids=ids,

@@ -30,29 +30,38 @@ def pretrain_examples(
 
 def distill_examples(env: TextEnv, items: Sequence[Any], decoded: Decoded) -> list[SequenceExample]:
     """Search distillation: at every searched decision, cross-entropy to the search policy over
-    the candidates; the value head learns the verifier's outcome on the whole completion."""
+    the candidates; the value head learns the verifier's outcome. Targets on the decoded
+    completion share its sequence; targets on other verified branches of the search trees
+    (`decoding._solved_targets`) are sequences of their own, with value 1."""
     examples = []
     for item, ids, reward, targets in zip(
         items, decoded.ids, decoded.rewards, decoded.targets, strict=True
     ):
         prompt_length = len(env.prompt_ids(item))
-        positions, candidates, policy = [], [], []
-        for target in targets:
-            if tuple(ids[: len(target.ids)]) != tuple(target.ids):
-                raise AssertionError("a search target is not a prefix of its decoded completion")
-            positions.append(len(target.ids) - 1)
-            candidates.append(target.candidates.tolist())
-            policy.append(target.policy.tolist())
+        on_path = [t for t in targets if tuple(ids[: len(t.ids)]) == tuple(t.ids)]
         examples.append(
             SequenceExample(
                 list(ids),
-                positions,
-                candidates,
-                policy,
+                [len(t.ids) - 1 for t in on_path],
+                [t.candidates.tolist() for t in on_path],
+                [t.policy.tolist() for t in on_path],
                 value=float(reward),
                 value_from=prompt_length - 1,
             )
         )
+        for t in targets:
+            if tuple(ids[: len(t.ids)]) != tuple(t.ids):  # another verified branch
+                examples.append(
+                    SequenceExample(
+                        list(t.ids),
+                        [len(t.ids) - 1],
+                        [t.candidates.tolist()],
+                        [t.policy.tolist()],
+                        value=1.0,  # a verified completion lies below this prefix
+                        value_from=len(t.ids) - 1,
+                        value_to=len(t.ids),
+                    )
+                )
     return examples
 
 

@@ -29,7 +29,7 @@ import lightning as L
 import numpy as np
 from lightning.pytorch.loggers import TensorBoardLogger
 
-from llm_bridge.decoding import SearchSettings, decode
+from llm_bridge.decoding import TreeSearchSettings, decode
 from llm_bridge.fitting import fit
 from llm_bridge.lm_checkpoint import load_lm, save_lm
 from llm_bridge.models import TinyLM, TinyLMSettings
@@ -84,7 +84,7 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
     if cfg.algo.name == "lm_distill":
         decoded = decode(
-            env, items, llm.search, budget=llm.simulations, seed=seed, settings=SearchSettings()
+            env, items, llm.search, budget=llm.simulations, seed=seed, settings=TreeSearchSettings()
         )
         examples = distill_examples(env, items, decoded)
         objective = LMObjective()
@@ -182,6 +182,7 @@ def train_text(cfg: TrainConfig) -> dict:
             tokenizer,
             task_spec(cfg),
             pool=pool,
+            decoding={"candidates": llm.candidates, "max_new_tokens": llm.max_new_tokens},
             round=round_index,
             history=history,
             algo=cfg.algo.name,

@@ -47,7 +47,9 @@ def test_search_targets_are_distributions_on_prefixes_of_the_completion(env, ite
             assert np.isclose(target.policy.sum(), 1.0, atol=1e-5)
             assert (target.policy[target.candidates < 0] == 0).all()
     examples = distill_examples(env, items, decoded)
-    assert [e.value for e in examples] == list(decoded.rewards)
+    completions = [e for e in examples if tuple(e.ids) in set(decoded.ids)]
+    assert [e.value for e in completions] == list(decoded.rewards)
+    assert all(e.value == 1.0 for e in examples if tuple(e.ids) not in set(decoded.ids))
 
 
 def test_search_with_the_verifier_beats_greedy_on_a_random_model(env, countdown):
