@@ -101,3 +101,27 @@ def test_grpo_without_advantage_has_no_gradient(tiny_model):
     loss = GRPOObjective()(tiny_model, collate([example])).loss
     loss.backward()
     assert all(p.grad is None or p.grad.abs().max() == 0 for p in tiny_model.parameters())
+
+
+@pytest.mark.parametrize("advantage", [1.0, -1.0])
+def test_grpo_moves_a_sequence_with_its_advantage(tiny_model, advantage):
+    example = next_token_example([1, 5, 6, 7, 2], prompt_length=2, advantage=advantage)
+
+    def log_prob() -> float:
+        logits = tiny_model(torch.tensor([example.ids])).logits[0, :-1]
+        targets = torch.tensor(example.ids[1:])
+        picked = torch.log_softmax(logits, -1)[torch.arange(len(targets)), targets]
+        return picked[example.positions[0] :].sum().item()
+
+    with torch.no_grad():  # the sampling policy's log-probs: ratio 1 at the first step
+        logits = tiny_model(torch.tensor([example.ids])).logits[0]
+        example.old_log_prob = [
+            torch.log_softmax(logits[t], -1)[example.ids[t + 1]].item() for t in example.positions
+        ]
+    before = log_prob()
+    optimizer = torch.optim.SGD(tiny_model.parameters(), lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        GRPOObjective()(tiny_model, collate([example])).loss.backward()
+        optimizer.step()
+    assert (log_prob() - before) * advantage > 0
