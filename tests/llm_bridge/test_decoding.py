@@ -62,3 +62,10 @@ def test_search_with_the_verifier_beats_greedy_on_a_random_model(env, countdown)
 def test_an_unknown_method_lists_the_accepted_ones(env, items):
     with pytest.raises(ValueError, match=r"'viterbi'.*greedy.*gumbel"):
         decode(env, items, "viterbi")
+
+
+def test_an_unknown_task_lists_the_accepted_ones():
+    from llm_bridge.tasks.text_tasks import make_task
+
+    with pytest.raises(ValueError, match=r"'countdown23'.*countdown24.*countdown_general"):
+        make_task("countdown23")
