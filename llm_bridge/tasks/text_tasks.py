@@ -91,8 +91,12 @@ def make_task(
     grammar: bool = True,
     num_numbers: int = 5,
     count: int = 2000,
+    extra_train: int = 0,
 ) -> TaskSplit:
-    """``countdown24``: the 1,362 solvable four-number puzzles, split by multiset.
+    """``countdown24``: the 1,362 solvable four-number puzzles, split by multiset; with
+    ``extra_train`` that many four-number puzzles with other targets (10-99) join the training
+    side only (their multisets hashed to it too, so none shares a test puzzle's numbers): more
+    prompts for methods that need only a verifier.
     ``countdown_general``: ``count`` puzzles of ``num_numbers`` numbers and targets 10..99."""
     if name == "countdown24":
         puzzles = countdown.countdown24_puzzles()
@@ -103,4 +107,8 @@ def make_task(
     else:
         raise ValueError(f"unknown task {name!r}; choose one of {TASKS}")
     train, test = countdown.split_puzzles(puzzles, test_fraction, seed)
+    if extra_train > 0:
+        others = [t for t in range(10, 100) if t != 24]
+        extra = countdown.general_countdown_puzzles(4, targets=others, count=extra_train, seed=seed)
+        train = sorted(train + countdown.split_puzzles(extra, test_fraction, seed)[0])
     return TaskSplit(CountdownTask(grammar), train, test)
