@@ -135,13 +135,13 @@ def train_text(cfg: TrainConfig) -> dict:
     )
     optim = OptimSettings(**{k: getattr(cfg.optim, k) for k in OptimSettings.__dataclass_fields__})
     rounds = 0 if cfg.algo.name == "lm_pretrain" else llm.rounds
+    pretraining = pretrain_examples(
+        env,
+        _pretrain_items(split.train, llm.pretrain_fraction, cfg.seed),
+        llm.solutions_per_prompt,
+    )
     for round_index in range(start, rounds + 1):
         began = time.time()
-        pretraining = pretrain_examples(
-            env,
-            _pretrain_items(split.train, llm.pretrain_fraction, cfg.seed),
-            llm.solutions_per_prompt,
-        )
         if round_index == 0:
             examples, objective = pretraining, LMObjective()
             stats, steps = {"examples": len(examples)}, llm.pretrain_steps
