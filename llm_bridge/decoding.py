@@ -39,6 +39,7 @@ class SearchTarget:
     ids: tuple[int, ...]
     candidates: np.ndarray  # [K] int64 token ids (-1 = padding)
     policy: np.ndarray  # [K] float32, sums to 1 over legal candidates
+    value: float | None = None  # a value target for this prefix off the decoded path, if known
 
 
 @dataclass
@@ -61,6 +62,9 @@ class TreeSearchSettings(NamedTuple):
     max_num_considered_actions: int = 8  # gumbel
     dirichlet_fraction: float = 0.0  # decoding explores through the tree, not noise
     pb_c_init: float = 1.25
+    # Distillation: also take the visit distribution of every interior node visited at least
+    # this often (sub-problems off the played path); 0 = only the decisions played.
+    tree_target_visits: int = 0
 
 
 def decode(
@@ -182,6 +186,8 @@ def _search_decode(env: TextEnv, items, method: str, settings: TreeSearchSetting
             targets[i].append(
                 SearchTarget(root.state.ids, root.candidates, output.action_weights[j])
             )
+            if settings.tree_target_visits > 0:
+                targets[i].extend(_visited_targets(output, j, settings.tree_target_visits))
             child = output.tree.children_index[j, search.ROOT_INDEX, output.action[j]]
             nodes[i] = (
                 output.embeddings[j][child]
@@ -227,6 +233,21 @@ def _verified_leaf(row_nodes: list) -> TextNode | None:
     return None
 
 
+def _visited_targets(output, j: int, min_visits: int) -> list[SearchTarget]:
+    """Visit distributions of the interior nodes of tree ``j`` searched at least ``min_visits``
+    times (below the root, whose target is the search's own)."""
+    storage, tree = output.embeddings[j], output.tree
+    targets = []
+    for index in np.flatnonzero(tree.node_visits[j] >= min_visits):
+        node = storage[index]
+        if index == search.ROOT_INDEX or node is None or node.terminal:
+            continue
+        visits = tree.children_visits[j, index].astype(np.float32)
+        if visits.sum() > 0:
+            targets.append(SearchTarget(node.state.ids, node.candidates, visits / visits.sum()))
+    return targets
+
+
 def _solved_targets(output, j: int) -> list[SearchTarget]:
     """Targets at every node on a path to a verified leaf of tree ``j``: each action's share of
     the verified leaves below it. With an exact verifier these actions are proven optimal
@@ -246,6 +267,6 @@ def _solved_targets(output, j: int) -> list[SearchTarget]:
             counts[parent][action] += 1
             index = parent
     return [
-        SearchTarget(storage[node].state.ids, storage[node].candidates, hits / hits.sum())
+        SearchTarget(storage[node].state.ids, storage[node].candidates, hits / hits.sum(), 1.0)
         for node, hits in sorted(counts.items(), key=lambda pair: len(storage[pair[0]].state.ids))
     ]

@@ -31,8 +31,8 @@ def pretrain_examples(
 def distill_examples(env: TextEnv, items: Sequence[Any], decoded: Decoded) -> list[SequenceExample]:
     """Search distillation: at every searched decision, cross-entropy to the search policy over
     the candidates; the value head learns the verifier's outcome. Targets on the decoded
-    completion share its sequence; targets on other verified branches of the search trees
-    (`decoding._solved_targets`) are sequences of their own, with value 1."""
+    completion share its sequence; targets off it (other verified branches, with value 1, or
+    well-visited interior nodes) are sequences of their own."""
     examples = []
     for item, ids, reward, targets in zip(
         items, decoded.ids, decoded.rewards, decoded.targets, strict=True
@@ -50,14 +50,15 @@ def distill_examples(env: TextEnv, items: Sequence[Any], decoded: Decoded) -> li
             )
         )
         for t in targets:
-            if tuple(ids[: len(t.ids)]) != tuple(t.ids):  # another verified branch
+            if tuple(ids[: len(t.ids)]) != tuple(t.ids):  # off the path: its own sequence
+                value = float("nan") if t.value is None else t.value
                 examples.append(
                     SequenceExample(
                         list(t.ids),
                         [len(t.ids) - 1],
                         [t.candidates.tolist()],
                         [t.policy.tolist()],
-                        value=1.0,  # a verified completion lies below this prefix
+                        value=value,  # 1 on a verified branch; none for a visited node
                         value_from=len(t.ids) - 1,
                         value_to=len(t.ids),
                     )

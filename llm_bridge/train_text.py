@@ -84,7 +84,12 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
     if cfg.algo.name == "lm_distill":
         decoded = decode(
-            env, items, llm.search, budget=llm.simulations, seed=seed, settings=TreeSearchSettings()
+            env,
+            items,
+            llm.search,
+            budget=llm.simulations,
+            seed=seed,
+            settings=TreeSearchSettings(tree_target_visits=llm.tree_target_visits),
         )
         examples = distill_examples(env, items, decoded)
         objective = LMObjective()

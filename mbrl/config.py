@@ -182,6 +182,9 @@ class LLMConfig:
     max_new_tokens: int = 40
     search: str = "mcts"  # distillation's search: mcts | gumbel
     simulations: int = 32  # per decision
+    # Distill also the visit counts of interior nodes visited this often; 0 = off. Measured at 4
+    # (benchmarks.countdown_distill): worse, the targets teach the untrained value's guesses.
+    tree_target_visits: int = 0
     rounds: int = 3  # distillation / SFT / GRPO rounds after pre-training
     round_steps: int = 300  # gradient steps per round
     round_prompts: int = 0  # training prompts decoded per round; 0 = all

@@ -69,3 +69,18 @@ def test_an_unknown_task_lists_the_accepted_ones():
 
     with pytest.raises(ValueError, match=r"'countdown23'.*countdown24.*countdown_general"):
         make_task("countdown23")
+
+
+def test_tree_targets_add_visited_interior_nodes(env, items):
+    from llm_bridge.decoding import TreeSearchSettings
+
+    plain = decode(env, items, "mcts", budget=8)
+    settings = TreeSearchSettings(tree_target_visits=2)
+    wide = decode(env, items, "mcts", budget=8, settings=settings)
+    assert wide.completions == plain.completions  # the same search, more targets read from it
+    assert sum(map(len, wide.targets)) > sum(map(len, plain.targets))
+    examples = distill_examples(env, items, wide)
+    off_path = [e for e in examples if tuple(e.ids) not in set(wide.ids)]
+    assert off_path and all(np.isclose(sum(e.policy[0]), 1.0) for e in off_path)
+    # A visited node has no value target; only a verified branch's prefix has one (1).
+    assert all(np.isnan(e.value) or e.value == 1.0 for e in off_path)
