@@ -21,7 +21,7 @@ import numpy as np
 from benchmarks.learning_runs import compose_train
 from llm_bridge.decoding import decode
 from llm_bridge.lm_checkpoint import load_lm
-from llm_bridge.tasks.text_tasks import make_task
+from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.train_text import build_env, train_text
 
 BUDGETS = {
@@ -64,10 +64,7 @@ def main() -> None:
     parser.add_argument("--plot", default="benchmarks/results/countdown_decoding.png")
     args, overrides = parser.parse_known_args()
     loaded = pretrained(args.run_dir, overrides)
-    task = loaded.task
-    split = make_task(
-        task["name"], test_fraction=task["test_fraction"], seed=task["split_seed"], **task["params"]
-    )
+    split = task_from_spec(loaded.task)
     items = split.test[: args.prompts] if args.prompts > 0 else split.test
     env = build_env(loaded.model, loaded.tokenizer, split.task, candidates=8, max_new_tokens=40)
     rows = []

@@ -20,7 +20,7 @@ import argparse
 from benchmarks.countdown_decoding import pretrained
 from benchmarks.learning_runs import compose_train
 from llm_bridge.decoding import decode
-from llm_bridge.tasks.text_tasks import make_task
+from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.train_text import _round_items, build_env, train_text
 
 
@@ -33,10 +33,7 @@ def main() -> None:
     parser.add_argument("--run-root", default="runs/bench_countdown")
     args, overrides = parser.parse_known_args()
     loaded = pretrained(args.pretrained, [])
-    task = loaded.task
-    split = make_task(
-        task["name"], test_fraction=task["test_fraction"], seed=task["split_seed"], **task["params"]
-    )
+    split = task_from_spec(loaded.task)
     env = build_env(loaded.model, loaded.tokenizer, split.task, candidates=8, max_new_tokens=40)
     start = decode(env, split.test, "greedy").accuracy
     print(f"pre-trained greedy test accuracy: {start:.3f}", flush=True)

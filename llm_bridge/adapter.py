@@ -86,11 +86,11 @@ class LMAdapter(ABC):
         self.forward_passes += len(continuations)
         return self._score([self.fit(p.ids) for p in parents], continuations)
 
-    def _score(self, prefixes: Sequence[Sequence[int]], continuations) -> LMOutput:
-        raise NotImplementedError(
-            f"{type(self).__name__} cannot score step continuations; step-level actions need "
-            "a backend with _score (TransformerAdapter)"
-        )
+    @abstractmethod
+    def _score(
+        self, prefixes: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]
+    ) -> LMOutput:
+        """Teacher-forced ``log p(continuation | prefix)`` and the value after it."""
 
     def release(self, states: Iterable[LMState]) -> None:
         """Drop the caches of states the caller no longer needs."""
@@ -111,3 +111,20 @@ class LMAdapter(ABC):
                 f"{self.max_length}; shorten the prompt or set overflow='truncate_left'"
             )
         raise ValueError(f"overflow must be one of {OVERFLOW_CHOICES}, got {self.overflow!r}")
+
+
+def continuation_log_probs(
+    log_probs: torch.Tensor,  # [B, T, V] next-token log-probs of the concatenated sequences
+    prefixes: Sequence[Sequence[int]],
+    continuations: Sequence[Sequence[int]],
+) -> torch.Tensor:
+    """``[B]`` summed log-probability of each continuation after its prefix."""
+    positions = torch.zeros(log_probs.shape[:2], dtype=torch.bool)
+    tokens = torch.zeros(log_probs.shape[:2], dtype=torch.long)
+    for row, (prefix, continuation) in enumerate(zip(prefixes, continuations, strict=True)):
+        # The logits at position t predict token t + 1.
+        span = slice(len(prefix) - 1, len(prefix) + len(continuation) - 1)
+        positions[row, span] = True
+        tokens[row, span] = torch.as_tensor(continuation, dtype=torch.long)
+    picked = log_probs.gather(-1, tokens.to(log_probs.device)[..., None]).squeeze(-1).cpu()
+    return (picked * positions).sum(1)

@@ -12,7 +12,7 @@ from llm_bridge.decoding import METHODS, decode
 from llm_bridge.lm_checkpoint import load_lm
 from llm_bridge.step_env import StepTextEnv
 from llm_bridge.tasks.countdown import Puzzle
-from llm_bridge.tasks.text_tasks import make_task
+from llm_bridge.tasks.text_tasks import TaskSplit, task_from_spec
 from llm_bridge.train_text import build_env
 
 SPLITS = ("test", "train")
@@ -36,7 +36,7 @@ class DecodeCommandConfig:
     output: str = ""  # JSONL; default <run dir>/decode_<split>_<method>_<budget>.jsonl
 
 
-def _items(cfg: DecodeCommandConfig, task_spec: dict) -> list:
+def _items(cfg: DecodeCommandConfig, split: TaskSplit) -> list:
     if cfg.prompts:
         path = Path(cfg.prompts)
         if not path.is_file():
@@ -45,12 +45,6 @@ def _items(cfg: DecodeCommandConfig, task_spec: dict) -> list:
         return [Puzzle.from_prompt(line) for line in lines]
     if cfg.split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {cfg.split!r}")
-    split = make_task(
-        task_spec["name"],
-        test_fraction=task_spec["test_fraction"],
-        seed=task_spec["split_seed"],
-        **task_spec["params"],
-    )
     return split.test if cfg.split == "test" else split.train
 
 
@@ -58,13 +52,8 @@ def run_decode(cfg: DecodeCommandConfig) -> dict:
     if cfg.method not in METHODS:
         raise ValueError(f"unknown decoding method {cfg.method!r}; choose one of {METHODS}")
     loaded = load_lm(cfg.checkpoint)
-    split = make_task(
-        loaded.task["name"],
-        test_fraction=loaded.task["test_fraction"],
-        seed=loaded.task["split_seed"],
-        **loaded.task["params"],
-    )
-    items = _items(cfg, loaded.task)
+    split = task_from_spec(loaded.task)
+    items = _items(cfg, split)
     if cfg.limit > 0:
         items = items[: cfg.limit]
     if cfg.actions not in ACTION_SPACES:

@@ -204,22 +204,22 @@ def _search(env: TextEnv, roots: list[TextNode], method: str, settings: TreeSear
         value=np.array([r.value for r in roots], np.float32),
         embedding=list(roots),
     )
-    legal = np.stack([r.legal for r in roots])
+    common = dict(
+        num_simulations=settings.num_simulations,
+        legal_mask=np.stack([r.legal for r in roots]),
+        seed=keys,
+    )
     if method == "gumbel":
         return search.gumbel_muzero_policy(
             root,
             env.recurrent_fn,
-            num_simulations=settings.num_simulations,
-            legal_mask=legal,
-            seed=keys,
+            **common,
             max_num_considered_actions=settings.max_num_considered_actions,
         )
     return search.muzero_policy(
         root,
         env.recurrent_fn,
-        num_simulations=settings.num_simulations,
-        legal_mask=legal,
-        seed=keys,
+        **common,
         dirichlet_fraction=settings.dirichlet_fraction,
         temperature=0.0,
         pb_c_init=settings.pb_c_init,
@@ -255,11 +255,13 @@ def _solved_targets(output, j: int) -> list[SearchTarget]:
     sub-problems along the way (e.g. three numbers left) recur in other prompts."""
     storage, tree = output.embeddings[j], output.tree
     counts: dict[int, np.ndarray] = {}
+    seen: set[int] = set()
     for index, node in enumerate(storage):
         if node is None or not (node.terminal and node.reward > 0):
             continue
-        if any(node is other for other in storage[:index]):
+        if id(node) in seen:
             continue  # the same (cached) leaf reached twice is one solution
+        seen.add(id(node))
         while tree.parents[j, index] != search.NO_PARENT:
             parent = int(tree.parents[j, index])
             action = int(tree.action_from_parent[j, index])

@@ -20,7 +20,13 @@ from typing import NamedTuple
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache
 
-from llm_bridge.adapter import OVERFLOW_CHOICES, LMAdapter, LMOutput, LMState
+from llm_bridge.adapter import (
+    OVERFLOW_CHOICES,
+    LMAdapter,
+    LMOutput,
+    LMState,
+    continuation_log_probs,
+)
 from llm_bridge.transformer_adapter import pad_right
 
 CONFIG_FILE = "config.json"
@@ -228,6 +234,30 @@ class HFAdapter(LMAdapter):
                 LMState(parent.ids + tuple(new), KVCache(parent.cache.prompt, completion))
             )
         return children, output
+
+    @torch.inference_mode()
+    def _score(self, prefixes, continuations) -> LMOutput:
+        """Teacher-forced log-probability of each continuation after its prefix: one forward
+        over the right-padded concatenations (step proposals are scored whole, no cache)."""
+        if not continuations:
+            return LMOutput(torch.zeros(0), torch.zeros(0))
+        sequences = [[*p, *c] for p, c in zip(prefixes, continuations, strict=True)]
+        for ids in sequences:
+            self._check_token_ids(ids)
+        input_ids, lengths = pad_right(sequences, pad_id=0)
+        attention_mask = (torch.arange(input_ids.shape[1]) < lengths[:, None]).long()
+        result = self.model(
+            input_ids=input_ids.to(self.device),
+            attention_mask=attention_mask.to(self.device),
+            output_hidden_states=self.value_head is not None,
+        )
+        log_probs = torch.log_softmax(result.logits.float(), -1)
+        scores = continuation_log_probs(log_probs, prefixes, continuations)
+        if self.value_head is None:
+            return LMOutput(scores, torch.zeros(len(sequences)))
+        rows = torch.arange(len(sequences), device=self.device)
+        hidden = result.hidden_states[-1][rows, (lengths - 1).to(self.device)]
+        return LMOutput(scores, torch.sigmoid(self.value_head(hidden)).squeeze(-1).float().cpu())
 
     def _empty_output(self) -> LMOutput:
         return LMOutput(torch.zeros(0, self.vocab_size), torch.zeros(0))

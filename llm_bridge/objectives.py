@@ -43,6 +43,12 @@ class LMObjective:
         return losses.LossOutput(loss, per_sequence, metrics)
 
 
+def sampled_log_probs(logits: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``[B, T]`` log-probability of the sampled token (the first candidate) at each position."""
+    chosen = batch["candidates"][..., 0]
+    return torch.log_softmax(logits, -1).gather(-1, chosen[..., None]).squeeze(-1)
+
+
 @dataclass(frozen=True)
 class GRPOObjective:
     """Group-relative policy optimisation (Shao et al. 2024, DeepSeekMath): the clipped
@@ -54,8 +60,7 @@ class GRPOObjective:
     def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
         heads = network(batch["ids"])
         mask = batch["target_mask"]
-        chosen = batch["candidates"][..., 0]  # the sampled token at each position
-        log_prob = torch.log_softmax(heads.logits, -1).gather(-1, chosen[..., None]).squeeze(-1)
+        log_prob = sampled_log_probs(heads.logits, batch)
         ratio = torch.exp(log_prob - batch["old_log_prob"])
         advantage = batch["advantage"][:, None]
         surrogate = torch.minimum(

@@ -12,6 +12,7 @@ import torch
 
 from llm_bridge.decoding import Decoded
 from llm_bridge.examples import SequenceExample, collate, next_token_example
+from llm_bridge.objectives import sampled_log_probs
 from llm_bridge.text_env import TextEnv
 
 
@@ -110,8 +111,6 @@ def _attach_log_probs(network: torch.nn.Module, examples: list[SequenceExample],
     for start in range(0, len(examples), chunk):
         part = examples[start : start + chunk]
         batch = collate(part)
-        logits = network(batch["ids"]).logits
-        chosen = batch["candidates"][..., 0]
-        log_probs = torch.log_softmax(logits, -1).gather(-1, chosen[..., None]).squeeze(-1)
+        log_probs = sampled_log_probs(network(batch["ids"]).logits, batch)
         for row, example in enumerate(part):
             example.old_log_prob = log_probs[row, example.positions].tolist()

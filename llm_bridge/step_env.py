@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from llm_bridge.adapter import LMAdapter, LMState
-from llm_bridge.text_env import TextNode, step_output
+from llm_bridge.text_env import TextNode, absorbed, step_output
 from llm_bridge.tokenizer import CharTokenizer
 
 
@@ -58,17 +58,8 @@ class StepTextEnv:
     def step(self, parents: Sequence[TextNode], actions: Sequence[int]) -> list[TextNode]:
         children = []
         for parent, action in zip(parents, actions, strict=True):
-            if parent.terminal:
-                children.append(
-                    TextNode(
-                        parent.row,
-                        parent.state,
-                        parent.completion,
-                        *self._empty(),
-                        0.0,
-                        terminal=True,
-                    )
-                )
+            if parent.terminal:  # past the end: an absorbing copy
+                children.append(absorbed(parent))
                 continue
             child = parent.children[int(action)]  # built (and valued) when parent expanded
             if child is None:

@@ -97,7 +97,7 @@ class TextEnv:
         pending: dict[tuple[int, ...], list] = {}  # child ids -> [parent, tokens, text, rows]
         for i, (parent, action) in enumerate(zip(parents, actions, strict=True)):
             if parent.terminal:  # past the end: an absorbing copy, no model call
-                children[i] = _absorbed(parent)
+                children[i] = absorbed(parent)
                 continue
             token = int(parent.candidates[action])
             if token == NO_TOKEN:
@@ -200,7 +200,9 @@ def step_output(children: Sequence[TextNode]) -> StepOutput:
     )
 
 
-def _absorbed(parent: TextNode) -> TextNode:
+def absorbed(parent: TextNode) -> TextNode:
+    """The node past a terminal one: same text, reward 0, value 0 (the search may descend
+    below a terminal node; the edge's discount 0 already ends the return there)."""
     return TextNode(
         parent.row,
         parent.state,

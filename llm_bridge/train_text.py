@@ -35,7 +35,7 @@ from llm_bridge.lm_checkpoint import load_lm, save_lm
 from llm_bridge.models import TinyLM, TinyLMSettings
 from llm_bridge.objectives import GRPOObjective, LMObjective
 from llm_bridge.rounds import distill_examples, grpo_examples, pretrain_examples, verified_examples
-from llm_bridge.tasks.text_tasks import make_task
+from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.text_env import TextEnv
 from llm_bridge.tokenizer import CharTokenizer
 from llm_bridge.transformer_adapter import TransformerAdapter
@@ -124,9 +124,7 @@ def train_text(cfg: TrainConfig) -> dict:
         raise ValueError(f"llm.backend must be 'tiny' for training, got {llm.backend!r}")
     run_dir = claim_run_dir(cfg)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    split = make_task(
-        cfg.game.name, test_fraction=llm.test_fraction, seed=llm.split_seed, **cfg.game.params
-    )
+    split = task_from_spec(task_spec(cfg))
     last = run_dir / "checkpoints" / "last.pt"
     tokenizer = CharTokenizer()
     model, history, start, pool = _initial_model(cfg, tokenizer, split, last, run_dir)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from llm_bridge.adapter import LMAdapter, LMOutput
+from llm_bridge.adapter import LMAdapter, LMOutput, continuation_log_probs
 from llm_bridge.models import TinyLM
 
 
@@ -34,21 +34,24 @@ class TransformerAdapter(LMAdapter):
         self.pad_id = pad_id
         self.overflow = overflow
 
-    @torch.inference_mode()
-    def _evaluate(self, sequences: Sequence[Sequence[int]]) -> LMOutput:
-        if not sequences:
-            empty = torch.zeros(0, self.vocab_size)
-            return LMOutput(empty, torch.zeros(0))
+    def _heads(self, sequences: Sequence[Sequence[int]]):
+        """The model (in eval mode) on right-padded ``sequences``: ``(LMHeads, lengths [B])``."""
         device = next(self.model.parameters()).device
         ids, lengths = pad_right(sequences, self.pad_id)
         was_training = self.model.training
         self.model.eval()
         heads = self.model(ids.to(device))
         self.model.train(was_training)
-        rows = torch.arange(len(sequences), device=device)
-        last = (lengths - 1).to(device)
-        logits = heads.logits[rows, last].float().cpu()
-        value = torch.sigmoid(heads.value_logit[rows, last]).float().cpu()
+        return heads, lengths.to(device)
+
+    @torch.inference_mode()
+    def _evaluate(self, sequences: Sequence[Sequence[int]]) -> LMOutput:
+        if not sequences:
+            return LMOutput(torch.zeros(0, self.vocab_size), torch.zeros(0))
+        heads, lengths = self._heads(sequences)
+        rows = torch.arange(len(sequences), device=lengths.device)
+        logits = heads.logits[rows, lengths - 1].float().cpu()
+        value = torch.sigmoid(heads.value_logit[rows, lengths - 1]).float().cpu()
         return LMOutput(logits, value)
 
     @torch.inference_mode()
@@ -58,16 +61,8 @@ class TransformerAdapter(LMAdapter):
         if not continuations:
             return LMOutput(torch.zeros(0), torch.zeros(0))
         sequences = [[*p, *c] for p, c in zip(prefixes, continuations, strict=True)]
-        ids, lengths = pad_right(sequences, self.pad_id)
-        was_training = self.model.training
-        self.model.eval()
-        heads = self.model(ids)
-        self.model.train(was_training)
+        heads, lengths = self._heads(sequences)
         log_probs = torch.log_softmax(heads.logits.float(), -1)
-        totals, values = [], []
-        for row, (prefix, continuation) in enumerate(zip(prefixes, continuations, strict=True)):
-            positions = torch.arange(len(prefix) - 1, len(prefix) + len(continuation) - 1)
-            tokens = torch.as_tensor(continuation, dtype=torch.long)
-            totals.append(log_probs[row, positions, tokens].sum())
-            values.append(torch.sigmoid(heads.value_logit[row, lengths[row] - 1]))
-        return LMOutput(torch.stack(totals), torch.stack(values).float())
+        rows = torch.arange(len(sequences), device=lengths.device)
+        value = torch.sigmoid(heads.value_logit[rows, lengths - 1]).float().cpu()
+        return LMOutput(continuation_log_probs(log_probs, prefixes, continuations), value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 import lightning as L
@@ -52,7 +53,7 @@ class SelfPlayMonitor(L.Callback):
         pl_module.log("games", stats["selfplay/games"], prog_bar=True, logger=False)
 
 
-class PeriodicEvaluation(L.Callback):
+class PeriodicEvaluation(L.Callback, ABC):
     """Runs ``evaluate`` every ``every`` gradient steps and once at the end (unless the last
     step was just evaluated), keeping the training clock without the evaluations' time."""
 
@@ -77,8 +78,9 @@ class PeriodicEvaluation(L.Callback):
         if not self.every or trainer.global_step % self.every:
             self.evaluate(trainer, pl_module)
 
+    @abstractmethod
     def evaluate(self, trainer, pl_module) -> dict:
-        raise NotImplementedError
+        """Evaluate now; returns the record written to the run directory."""
 
 
 class EvaluationCallback(PeriodicEvaluation):

@@ -112,3 +112,10 @@ def make_task(
         extra = countdown.general_countdown_puzzles(4, targets=others, count=extra_train, seed=seed)
         train = sorted(train + countdown.split_puzzles(extra, test_fraction, seed)[0])
     return TaskSplit(CountdownTask(grammar), train, test)
+
+
+def task_from_spec(spec: dict) -> TaskSplit:
+    """The task and split a checkpoint was trained on (``train_text.task_spec``)."""
+    return make_task(
+        spec["name"], test_fraction=spec["test_fraction"], seed=spec["split_seed"], **spec["params"]
+    )

@@ -233,3 +233,9 @@ def test_mcts_decoding_same_with_and_without_cache(tmp_path, countdown, tokenize
     assert cached.completions == recomputed.completions and all(cached.completions)
     assert cached.ids == recomputed.ids
     assert cached.forward_passes == recomputed.forward_passes > len(puzzles)
+
+
+def test_scoring_continuations_equals_stepwise_evaluation(recompute):
+    from tests.llm_bridge.test_models import assert_score_matches_stepwise_evaluation
+
+    assert_score_matches_stepwise_evaluation(recompute, [[3, 4], [5, 6, 7, 8]], [[9, 10, 11], [12]])

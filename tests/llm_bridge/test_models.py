@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from llm_bridge.adapter import LMState
 from llm_bridge.models import TinyLM, TinyLMSettings
 from llm_bridge.tokenizer import CharTokenizer
 from llm_bridge.transformer_adapter import TransformerAdapter
@@ -55,3 +56,22 @@ def test_a_prompt_longer_than_the_context_is_refused_or_truncated_as_configured(
 def test_settings_reject_a_width_not_divisible_by_heads():
     with pytest.raises(ValueError, match="divisible"):
         TinyLMSettings(vocab_size=10, width=10, heads=4)
+
+
+def assert_score_matches_stepwise_evaluation(adapter, prefixes, continuations):
+    """``score`` = the sum over the continuation of the next-token log-probs ``evaluate`` gives
+    one prefix at a time, and its value = ``evaluate``'s value after the continuation."""
+    states = [LMState(tuple(p)) for p in prefixes]
+    scores = adapter.score(states, continuations)
+    for row, (prefix, continuation) in enumerate(zip(prefixes, continuations, strict=True)):
+        total, ids = 0.0, list(prefix)
+        for token in continuation:
+            total += torch.log_softmax(adapter.evaluate([ids]).logits[0], -1)[token].item()
+            ids.append(token)
+        assert abs(scores.logits[row].item() - total) < 1e-4
+        assert abs(scores.value[row].item() - adapter.evaluate([ids]).value[0].item()) < 1e-5
+
+
+def test_scoring_continuations_equals_stepwise_evaluation(tiny_model, tokenizer):
+    adapter = TransformerAdapter(tiny_model, eos_id=tokenizer.eos_id)
+    assert_score_matches_stepwise_evaluation(adapter, [[1, 5], [1, 5, 6, 7]], [[8, 9, 2], [4]])
