@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from search.action_selection import considered_argmax, gumbel_interior_action, puct_action
+from search.borrow import borrow
 from search.gumbel_completed import gumbel_interior_action_completed, gumbel_root_action_completed
 from search.qtransforms import (
     COMPLETED_BY_MIX_VALUE,
@@ -27,6 +28,7 @@ from search.tree import (
     DISCOUNTS,
     INDEX,
     NO_PARENT,
+    ORDER,
     PRIOR_LOGITS,
     PRIOR_PROBS,
     REWARDS,
@@ -142,7 +144,9 @@ def allocate_pending(batch_size: int) -> Pending:
 
 @numba.njit(cache=True, inline="always")
 def _write_policy_row(stats, children_legal, b, node, logits, legal):
-    """Masked logits (max legal logit shifted to 0, illegal at float32 min) and their softmax.
+    """Masked logits: the largest legal logit shifted to 0, illegal ones at float32 min. The
+    probabilities wait for `write_prior_probs`, since most nodes are leaves that no selection
+    ever reads.
 
     Returns the status: `BAD_LOGITS` for NaN/+inf, `NO_LEGAL_ACTION` for an empty mask,
     `NO_FINITE_LOGIT` when every legal action has logit -inf."""
@@ -161,21 +165,30 @@ def _write_policy_row(stats, children_legal, b, node, logits, legal):
         return NO_LEGAL_ACTION
     if max_logit == -np.inf:
         return NO_FINITE_LOGIT
-    normaliser = 0.0
     for a in range(num_actions):
         if legal[a]:
-            shifted = np.float64(logits[a]) - max_logit
-            stats[b, node, PRIOR_LOGITS, a] = shifted
-            probability = np.exp(np.float32(shifted))  # float32 exp: 3x cheaper
+            stats[b, node, PRIOR_LOGITS, a] = np.float64(logits[a]) - max_logit
+        else:
+            stats[b, node, PRIOR_LOGITS, a] = _FLOAT32_MIN
+        stats[b, node, PRIOR_PROBS, a] = 0.0  # until `write_prior_probs`
+    return OK
+
+
+@numba.njit(cache=True, inline="always")
+def write_prior_probs(stats, children_legal, b, node):
+    """``PRIOR_PROBS`` = softmax of the node's stored (shifted) logits over its legal actions."""
+    num_actions = stats.shape[3]
+    normaliser = 0.0
+    for a in range(num_actions):
+        if children_legal[b, node, a]:
+            probability = np.exp(stats[b, node, PRIOR_LOGITS, a])  # float32 exp: 3x cheaper
             stats[b, node, PRIOR_PROBS, a] = probability
             normaliser += probability
         else:
-            stats[b, node, PRIOR_LOGITS, a] = _FLOAT32_MIN
             stats[b, node, PRIOR_PROBS, a] = 0.0
     inverse = 1.0 / normaliser
     for a in range(num_actions):
         stats[b, node, PRIOR_PROBS, a] *= inverse
-    return OK
 
 
 @numba.njit(cache=True, inline="always")
@@ -183,6 +196,7 @@ def _clear_children(stats, counts, b, node):
     for a in range(counts.shape[3]):
         counts[b, node, INDEX, a] = UNVISITED
         counts[b, node, VISITS, a] = 0
+        counts[b, node, ORDER, a] = UNVISITED
         stats[b, node, VALUES, a] = 0.0
         stats[b, node, REWARDS, a] = 0.0
         stats[b, node, DISCOUNTS, a] = 0.0
@@ -199,9 +213,11 @@ def _clear_slot(tree, b, node):
     tree.node_depth[b, node] = 0
     tree.value_prefix[b, node] = 0.0
     tree.is_reset[b, node] = False
+    tree.prior_probs_ready[b, node] = False
     tree.children_stats[b, node] = 0.0
     tree.children_counts[b, node, INDEX] = UNVISITED
     tree.children_counts[b, node, VISITS] = 0
+    tree.children_counts[b, node, ORDER] = UNVISITED
     tree.children_legal[b, node] = False
 
 
@@ -232,6 +248,9 @@ def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
         status[b] = _write_policy_row(
             tree.children_stats, tree.children_legal, b, ROOT_INDEX, mixed, legal[b]
         )
+        if status[b] == OK:
+            write_prior_probs(tree.children_stats, tree.children_legal, b, ROOT_INDEX)
+        tree.prior_probs_ready[b, ROOT_INDEX] = True
         _clear_children(tree.children_stats, tree.children_counts, b, ROOT_INDEX)
         tree.node_visits[b, ROOT_INDEX] = 1
         tree.raw_values[b, ROOT_INDEX] = value[b]
@@ -264,6 +283,9 @@ def simulate_root(tree, b, params, considered_visit, scratch):
         params.policy == POLICY_GUMBEL and params.qtransform_kind == COMPLETED_BY_MIX_VALUE
     )
     while True:
+        if not tree.prior_probs_ready[b, node]:  # a leaf until now
+            write_prior_probs(stats, legal, b, node)
+            tree.prior_probs_ready[b, node] = True
         mean_q = 0.0
         if gumbel_completed:
             raw_value = np.float64(tree.raw_values[b, node])
@@ -332,6 +354,8 @@ def is_reset(params, depth):
 
 @numba.njit(cache=True)
 def _simulate_one(tree, b, params, sim, considered_table, num_considered, pending, scratch):
+    # Borrowed here, not in the drivers: numba's parfor lowering rejects borrowed records.
+    tree, pending, scratch = borrow((tree, pending, scratch))
     considered_visit = root_considered_visit(params, considered_table, num_considered, b, sim)
     parent, action, child, depth = simulate_root(tree, b, params, considered_visit, scratch[b])
     pending.parent_index[b] = parent
@@ -391,6 +415,7 @@ def expand_node(
     status = _write_policy_row(stats, tree.children_legal, b, node, logits, legal)
     if status != OK:
         return status
+    tree.prior_probs_ready[b, node] = False
     if is_new:
         _clear_children(stats, counts, b, node)
         tree.node_visits[b, node] = 0
@@ -398,6 +423,7 @@ def expand_node(
         tree.action_from_parent[b, node] = action
         tree.node_depth[b, node] = depth
         counts[b, parent, INDEX, action] = node
+        _append_child(counts, b, parent, action)
     tree.node_visits[b, node] += 1
     tree.raw_values[b, node] = value
     tree.node_values[b, node] = value
@@ -427,8 +453,18 @@ def expand_node(
     return OK
 
 
+@numba.njit(cache=True, inline="always")
+def _append_child(counts, b, node, action):
+    """Records ``action`` as the next child created under ``node`` (its `ORDER` row)."""
+    for k in range(counts.shape[3]):
+        if counts[b, node, ORDER, k] == UNVISITED:
+            counts[b, node, ORDER, k] = action
+            return
+
+
 @numba.njit(cache=True)
 def _expand_pending(tree, b, params, sim, pending, reward, discount, logits, value, legal):
+    tree, pending, logits, legal = borrow((tree, pending, logits, legal))
     return expand_node(
         tree,
         b,
@@ -501,13 +537,16 @@ def expand_and_backup_parallel(tree, params, sim, pending, reward, discount, log
 
 
 @numba.njit(cache=True)
-def gumbel_root_outputs(tree, params, completed_qvalues, action):
+def gumbel_root_outputs(tree, params, completed_qvalues, action, action_weights):
     """Gumbel MuZero's final choice: among the most visited root actions, the one with the
-    largest ``gumbel + logits + sigma(completed Q)``; also returns ``sigma(completed Q)``."""
+    largest ``gumbel + logits + sigma(completed Q)``. Also writes ``sigma(completed Q)`` and the
+    improved policy ``softmax(logits + sigma(completed Q))`` over legal actions (float32)."""
     counts = tree.children_counts
+    stats = tree.children_stats
+    legal = tree.children_legal
     for b in range(action.shape[0]):
         transformed_qvalues(
-            tree.children_stats,
+            stats,
             counts,
             b,
             ROOT_INDEX,
@@ -522,11 +561,24 @@ def gumbel_root_outputs(tree, params, completed_qvalues, action):
         for a in range(completed_qvalues.shape[1]):
             most_visits = max(most_visits, counts[b, ROOT_INDEX, VISITS, a])
         action[b] = considered_argmax(
-            counts,
-            tree.children_stats,
-            tree.children_legal,
-            tree.root_gumbel,
-            b,
-            most_visits,
-            completed_qvalues[b],
+            counts, stats, legal, tree.root_gumbel, b, most_visits, completed_qvalues[b]
         )
+        _improved_policy(stats, legal, b, completed_qvalues[b], action_weights[b])
+
+
+@numba.njit(cache=True, inline="always")
+def _improved_policy(stats, legal, b, completed_qvalues, out):
+    """``out`` = softmax(root logits + sigma(completed Q)) over the root's legal actions."""
+    top = -np.inf
+    for a in range(out.shape[0]):
+        if legal[b, ROOT_INDEX, a]:
+            top = max(top, stats[b, ROOT_INDEX, PRIOR_LOGITS, a] + completed_qvalues[a])
+    normaliser = 0.0
+    for a in range(out.shape[0]):
+        weight = 0.0
+        if legal[b, ROOT_INDEX, a]:
+            weight = np.exp(stats[b, ROOT_INDEX, PRIOR_LOGITS, a] + completed_qvalues[a] - top)
+        out[a] = weight
+        normaliser += weight
+    for a in range(out.shape[0]):
+        out[a] /= normaliser

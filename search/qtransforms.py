@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from search.tree import DISCOUNTS, PRIOR_PROBS, REWARDS, VALUES, VISITS
+from search.tree import DISCOUNTS, ORDER, PRIOR_PROBS, REWARDS, UNVISITED, VALUES, VISITS
 
 PARENT_AND_SIBLINGS = 0
 MIN_MAX = 1
@@ -195,12 +195,14 @@ def parent_mean_qvalue(stats, counts, b, node, is_root, parent_q):
 
 @numba.njit(cache=True, inline="always")
 def completed_qvalue_stats(stats, counts, b, node, raw_value, qt, qvalues):
-    """One pass over the children of ``node`` for the completed-by-mix-value transform.
+    """One pass over the visited children of ``node`` (its `ORDER` row) for the
+    completed-by-mix-value transform.
 
     Writes the Q of visited children to ``qvalues`` (other entries untouched) and returns
-    ``(offset, scale, unvisited_q, sum_visits, visited_prior)``: ``sigma(q) = (q - offset) *
-    scale``, ``unvisited_q`` completes every unvisited action (illegal ones too, as in mctx),
-    and ``visited_prior`` is the prior mass of the visited children.
+    ``(offset, scale, unvisited_q, sum_visits, visited_prior, num_visited)``: ``sigma(q) = (q -
+    offset) * scale``, ``unvisited_q`` completes every unvisited action (illegal ones too, as in
+    mctx), ``visited_prior`` is the prior mass of the visited children and ``num_visited`` the
+    length of the node's `ORDER` list.
     """
     sum_visits = 0
     max_visits = 0
@@ -209,23 +211,25 @@ def completed_qvalue_stats(stats, counts, b, node, raw_value, qt, qvalues):
     visited_prior = 0.0
     low = np.inf
     high = -np.inf
-    any_unvisited = False
-    for a in range(qvalues.shape[0]):
+    num_visited = 0
+    for k in range(qvalues.shape[0]):
+        a = counts[b, node, ORDER, k]
+        if a == UNVISITED:
+            break
+        num_visited += 1
         visits = counts[b, node, VISITS, a]
-        if visits > 0:
-            q = child_qvalue(stats, b, node, a)
-            qvalues[a] = q
-            low = min(low, q)
-            high = max(high, q)
-            sum_visits += visits
-            max_visits = max(max_visits, visits)
-            prior = np.float64(stats[b, node, PRIOR_PROBS, a])
-            floored = max(_FLOAT32_TINY, prior)
-            sum_floored_probs += floored
-            weighted_q += floored * q
-            visited_prior += prior
-        else:
-            any_unvisited = True
+        q = child_qvalue(stats, b, node, a)
+        qvalues[a] = q
+        low = min(low, q)
+        high = max(high, q)
+        sum_visits += visits
+        max_visits = max(max_visits, visits)
+        prior = np.float64(stats[b, node, PRIOR_PROBS, a])
+        floored = max(_FLOAT32_TINY, prior)
+        sum_floored_probs += floored
+        weighted_q += floored * q
+        visited_prior += prior
+    any_unvisited = num_visited < qvalues.shape[0]
     unvisited_q = raw_value
     if qt.use_mixed_value and sum_visits > 0:  # Gumbel MuZero eq. 33
         unvisited_q = (raw_value + sum_visits * (weighted_q / sum_floored_probs)) / (sum_visits + 1)
@@ -237,12 +241,12 @@ def completed_qvalue_stats(stats, counts, b, node, raw_value, qt, qvalues):
     if qt.rescale_values:
         offset = low
         scale /= max(high - low, qt.epsilon)
-    return offset, scale, unvisited_q, sum_visits, visited_prior
+    return offset, scale, unvisited_q, sum_visits, visited_prior, num_visited
 
 
 @numba.njit(cache=True, inline="always")
 def _completed_by_mix_value(stats, counts, b, node, raw_value, qt, out):
-    offset, scale, unvisited_q, _, _ = completed_qvalue_stats(
+    offset, scale, unvisited_q, _, _, _ = completed_qvalue_stats(
         stats, counts, b, node, raw_value, qt, out
     )
     for a in range(out.shape[0]):

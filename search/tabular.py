@@ -13,6 +13,7 @@ import numba
 import numpy as np
 
 from search import kernels
+from search.borrow import borrow
 from search.validation import float_array, legal_mask_array
 
 
@@ -82,6 +83,7 @@ def root_states(embedding, model: TabularModel, batch_size: int) -> np.ndarray:
 @numba.njit(cache=True)
 def _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch):
     """Every simulation of tree ``b`` with the model looked up in tables, inside the kernel."""
+    tree, model, states, scratch = borrow((tree, model, states, scratch))  # see search.borrow
     scratch_row = scratch[b]
     for sim in range(states.shape[1] - 1):
         considered_visit = kernels.root_considered_visit(

@@ -5,7 +5,7 @@ is created by simulation ``i``; node 0 is the root.
 
 Storage is node-major: everything a selection step reads about one node's children lies in one
 contiguous block (``children_stats[b, node]``, ``[5, A]`` float32, and ``children_counts[b, node]``,
-``[2, A]`` int32), so a descent touches a few adjacent cache lines per level instead of one line
+``[3, A]`` int32), so a descent touches a few adjacent cache lines per level instead of one line
 in each of seven ``[B, N + 1, A]`` arrays. The familiar ``children_*`` fields are strided views of
 those blocks. Kernels read the blocks with the field constants below. Rows are written when a
 node is created, so allocation never pays for zeroing ``[B, N + 1, A]`` buffers.
@@ -31,7 +31,10 @@ NUM_STATS = 5
 # Rows of `Tree.children_counts` (int32).
 INDEX = 0
 VISITS = 1
-NUM_COUNTS = 2
+# The node's visited children in the order they were created, then UNVISITED: the rules that
+# only need visited children (Gumbel's completed Q) loop over these instead of all A actions.
+ORDER = 2
+NUM_COUNTS = 3
 
 
 class Tree(NamedTuple):
@@ -46,16 +49,19 @@ class Tree(NamedTuple):
     value_prefix:        ``[B, N+1]`` float32, EfficientZero value prefix (0 otherwise).
     is_reset:            ``[B, N+1]`` bool, the node starts a new value-prefix horizon.
     children_stats:      ``[B, N+1, 5, A]`` float32 storage (rows `PRIOR_LOGITS` ... `DISCOUNTS`).
-    children_counts:     ``[B, N+1, 2, A]`` int32 storage (rows `INDEX`, `VISITS`).
+    children_counts:     ``[B, N+1, 3, A]`` int32 storage (rows `INDEX`, `VISITS`, `ORDER`).
     children_legal:      ``[B, N+1, A]`` bool, True = legal.
     root_gumbel:         ``[B, A]`` float32, Gumbel noise of the root (Gumbel MuZero).
     tree_min_max:        ``[B, 2]`` float32, tree-wide (min, max) of backed-up Q values
                          (EfficientZero/LightZero normalisation).
+    prior_probs_ready:   ``[B, N+1]`` bool, the kernels have filled the node's `PRIOR_PROBS`
+                         row (they do so when a simulation first passes through the node).
 
     Views (properties): ``children_index``, ``children_visits`` (int32) and
-    ``children_prior_logits`` (illegal at float32 min), ``children_prior_probs``,
-    ``children_values``, ``children_rewards``, ``children_discounts`` (float32), all
-    ``[B, N+1, A]``.
+    ``children_prior_logits`` (illegal at float32 min), ``children_values``,
+    ``children_rewards``, ``children_discounts`` (float32), all ``[B, N+1, A]``.
+    ``children_prior_probs`` (float32 ``[B, N+1, A]``) is computed from the logits, since the
+    kernels never fill the `PRIOR_PROBS` rows of leaves.
     """
 
     node_visits: np.ndarray
@@ -71,6 +77,7 @@ class Tree(NamedTuple):
     children_legal: np.ndarray
     root_gumbel: np.ndarray
     tree_min_max: np.ndarray
+    prior_probs_ready: np.ndarray
 
     @property
     def children_index(self) -> np.ndarray:
@@ -86,7 +93,12 @@ class Tree(NamedTuple):
 
     @property
     def children_prior_probs(self) -> np.ndarray:
-        return self.children_stats[:, :, PRIOR_PROBS]
+        """Softmax of ``children_prior_logits`` over the legal actions (0 for unused nodes)."""
+        weights = np.where(
+            self.children_legal, np.exp(self.children_prior_logits.astype(np.float64)), 0.0
+        )
+        total = weights.sum(axis=-1, keepdims=True)
+        return (weights / np.where(total > 0, total, 1.0)).astype(np.float32)
 
     @property
     def children_values(self) -> np.ndarray:
@@ -118,6 +130,7 @@ def allocate_tree(batch_size: int, num_simulations: int, num_actions: int) -> Tr
         children_legal=np.empty((*node_shape, num_actions), np.bool_),
         root_gumbel=np.zeros((batch_size, num_actions), np.float32),
         tree_min_max=np.empty((batch_size, 2), np.float32),
+        prior_probs_ready=np.empty(node_shape, np.bool_),
     )
 
 

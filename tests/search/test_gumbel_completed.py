@@ -21,6 +21,7 @@ def _both_rules_on_every_node(tree, params, scratch):
         for node in range(tree.node_visits.shape[1]):
             if tree.node_visits[b, node] == 0:
                 continue
+            kernels.write_prior_probs(stats, legal, b, node)  # leaves have none yet
             raw_value = np.float64(tree.raw_values[b, node])
             node_value = np.float64(tree.node_values[b, node])
             transformed_qvalues(
