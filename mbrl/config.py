@@ -90,6 +90,7 @@ class ModelConfig:
     projection_hidden: int = 256
     downsample: bool = False  # images: EfficientZero's 96x96 -> 6x6 encoder
     action_encoding: str = "auto"  # auto | onehot | scalar
+    torso: str = "auto"  # learned models: auto (mlp for vectors, conv for boards) | mlp | conv
 
 
 @dataclass

@@ -87,5 +87,6 @@ def build_latent_network(obs_shape: tuple[int, ...], num_actions: int, cfg) -> M
         projection_hidden=model.projection_hidden,
         downsample=model.downsample,
         action_encoding=model.action_encoding,
+        torso=model.torso,
     )
     return MuZeroNet(obs_shape, num_actions, settings)

@@ -1,9 +1,10 @@
 """MuZero's three networks in one module: representation ``h``, dynamics ``g``, prediction ``f``.
 
-Three torsos, chosen from the observation shape:
+Three torsos, chosen from the observation shape (``torso="auto"``) or by name:
 
-- ``mlp``: flat observations ``[D]`` (CartPole); the latent is a vector, the action a one-hot
-  vector concatenated to it.
+- ``mlp``: flat observations ``[D]`` (CartPole), or boards flattened (``torso="mlp"``: on a 3x3
+  board it trains several times faster than convolutions); the latent is a vector, the action a
+  one-hot vector concatenated to it.
 - ``conv``: small boards ``[C, H, W]`` (tic-tac-toe, Connect Four); the latent keeps the board's
   ``H x W``, the action is a plane (one-hot cell when ``A <= H W``, else a constant ``(a+1)/A``).
 - ``downsample``: images (Atari) through EfficientZero's down-sampling residual network, 96x96 to
@@ -29,6 +30,7 @@ from torch import nn
 from mbrl.networks.alphazero import ResidualBlock
 
 TORSOS = ("mlp", "conv", "downsample")
+TORSO_CHOICES = ("auto", "mlp", "conv")  # downsample is chosen by `downsample`
 ACTION_ENCODINGS = ("auto", "onehot", "scalar")
 
 
@@ -46,8 +48,11 @@ class MuZeroNetSettings:
     projection_hidden: int = 256
     downsample: bool = False  # images: EfficientZero's 96x96 -> 6x6 down-sampling network
     action_encoding: str = "auto"
+    torso: str = "auto"  # auto: mlp for [D] observations, conv for [C, H, W]; or mlp | conv
 
     def __post_init__(self):
+        if self.torso not in TORSO_CHOICES:
+            raise ValueError(f"model.torso must be one of {TORSO_CHOICES}, got {self.torso!r}")
         if self.action_encoding not in ACTION_ENCODINGS:
             raise ValueError(
                 f"model.action_encoding must be one of {ACTION_ENCODINGS}, got "
@@ -119,12 +124,14 @@ class MuZeroNet(nn.Module):
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.num_actions = int(num_actions)
         self.settings = s = settings
-        if len(self.obs_shape) == 1:
-            self.torso = "mlp"
-        elif len(self.obs_shape) == 3:
-            self.torso = "downsample" if s.downsample else "conv"
-        else:
+        if len(self.obs_shape) not in (1, 3):
             raise ValueError(f"obs_shape must be [D] or [C, H, W], got {self.obs_shape}")
+        if len(self.obs_shape) == 1 and s.torso == "conv":
+            raise ValueError(f"model.torso=conv needs [C, H, W] observations, got {self.obs_shape}")
+        if len(self.obs_shape) == 1 or s.torso == "mlp":
+            self.torso = "mlp"
+        else:
+            self.torso = "downsample" if s.downsample else "conv"
         self.value_atoms = 2 * s.support_size + 1
         self.reward_atoms = 2 * s.reward_support_size + 1
         if self.torso == "mlp":
@@ -160,7 +167,7 @@ class MuZeroNet(nn.Module):
 
     def _build_mlp(self) -> None:
         s, width = self.settings, self.settings.channels
-        (obs_dim,) = self.obs_shape
+        obs_dim = math.prod(self.obs_shape)  # boards are flattened
         self.latent_shape = (s.latent_dim,)
         self.representation = _mlp([obs_dim, width, *[width] * s.blocks, s.latent_dim])
         self.dynamics_net = _mlp(
@@ -234,6 +241,8 @@ class MuZeroNet(nn.Module):
         """``obs [B, *obs_shape]`` (uint8 images are scaled to [0, 1]) -> latent."""
         if obs.dtype == torch.uint8:
             obs = obs.float() / 255.0
+        if self.torso == "mlp":
+            obs = obs.flatten(1)
         return normalise_latent(self.representation(obs.float()))
 
     def _encode_action(self, latent: torch.Tensor, action: torch.Tensor) -> torch.Tensor:

@@ -51,6 +51,7 @@ def test_two_hot_support_keeps_the_expectation_and_round_trips():
     [
         ((4,), 2, {}),
         ((3, 3, 3), 9, {}),
+        ((3, 3, 3), 9, {"torso": "mlp"}),
         ((2, 6, 7), 7, {"value_prefix": True}),
         ((12, 96, 96), 6, {"downsample": True}),
     ],
@@ -76,6 +77,18 @@ def test_networks_have_muzero_shapes_and_normalised_latents(obs_shape, actions, 
     assert following.shape == latent.shape and reward.shape == (3, 11)
     assert (lstm is not None) == bool(extra.get("value_prefix"))
     assert net.project(latent, with_head=True).shape == (3, 8)
+
+
+def test_a_board_can_take_the_mlp_torso_but_a_vector_not_the_conv_one():
+    net = MuZeroNet((3, 3, 3), 9, MuZeroNetSettings(**TINY, torso="mlp"))
+    assert net.torso == "mlp" and net.represent(torch.rand(2, 3, 3, 3)).shape == (
+        2,
+        TINY["latent_dim"],
+    )
+    with pytest.raises(ValueError, match=r"torso=conv needs \[C, H, W\]"):
+        MuZeroNet((4,), 2, MuZeroNetSettings(**TINY, torso="conv"))
+    with pytest.raises(ValueError, match=r"model\.torso must be one of"):
+        MuZeroNetSettings(**TINY, torso="transformer")
 
 
 def test_onehot_action_planes_need_enough_cells():
