@@ -537,10 +537,9 @@ def expand_and_backup_parallel(tree, params, sim, pending, reward, discount, log
 
 
 @numba.njit(cache=True)
-def gumbel_root_outputs(tree, params, completed_qvalues, action, action_weights):
+def gumbel_root_outputs(tree, params, completed_qvalues, action):
     """Gumbel MuZero's final choice: among the most visited root actions, the one with the
-    largest ``gumbel + logits + sigma(completed Q)``. Also writes ``sigma(completed Q)`` and the
-    improved policy ``softmax(logits + sigma(completed Q))`` over legal actions (float32)."""
+    largest ``gumbel + logits + sigma(completed Q)``; also returns ``sigma(completed Q)``."""
     counts = tree.children_counts
     stats = tree.children_stats
     legal = tree.children_legal
@@ -563,22 +562,3 @@ def gumbel_root_outputs(tree, params, completed_qvalues, action, action_weights)
         action[b] = considered_argmax(
             counts, stats, legal, tree.root_gumbel, b, most_visits, completed_qvalues[b]
         )
-        _improved_policy(stats, legal, b, completed_qvalues[b], action_weights[b])
-
-
-@numba.njit(cache=True, inline="always")
-def _improved_policy(stats, legal, b, completed_qvalues, out):
-    """``out`` = softmax(root logits + sigma(completed Q)) over the root's legal actions."""
-    top = -np.inf
-    for a in range(out.shape[0]):
-        if legal[b, ROOT_INDEX, a]:
-            top = max(top, stats[b, ROOT_INDEX, PRIOR_LOGITS, a] + completed_qvalues[a])
-    normaliser = 0.0
-    for a in range(out.shape[0]):
-        weight = 0.0
-        if legal[b, ROOT_INDEX, a]:
-            weight = np.exp(stats[b, ROOT_INDEX, PRIOR_LOGITS, a] + completed_qvalues[a] - top)
-        out[a] = weight
-        normaliser += weight
-    for a in range(out.shape[0]):
-        out[a] /= normaliser

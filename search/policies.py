@@ -211,8 +211,15 @@ def gumbel_muzero_policy(
     )
     completed_qvalues = np.empty((batch_size, num_actions), np.float64)
     action = np.empty(batch_size, np.int32)
-    action_weights = np.empty((batch_size, num_actions), np.float32)
-    kernels.gumbel_root_outputs(tree, params, completed_qvalues, action, action_weights)
+    kernels.gumbel_root_outputs(tree, params, completed_qvalues, action)
+    # In numpy, not in the kernel: a kernel's sums and exps round differently in the last bit,
+    # and that one bit in the policy targets is enough to change a training run's trajectory.
+    improved_logits = np.where(
+        legal_mask, tree.children_prior_logits[:, ROOT_INDEX] + completed_qvalues, -np.inf
+    )
+    improved_logits -= improved_logits.max(axis=1, keepdims=True)
+    weights = np.exp(improved_logits)
+    action_weights = (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
     return _search_output(tree, store, action, action_weights)
 
 
