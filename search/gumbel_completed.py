@@ -9,9 +9,8 @@ action and a softmax over all of them at every visit: A exps per interior node. 
 
 So one pass over the visited children (the node's `ORDER` list) gathers their Q values and the
 node's sums, and only the visited actions (plus one shared value for the unvisited ones) need an
-exp. Among unvisited
-actions only the one with the largest prior (interior) or the largest ``gumbel + logit`` (root)
-can win. The decisions equal the general path's up to float rounding; the tests run both.
+exp. Among unvisited actions only the one with the largest prior (interior) or the largest
+``gumbel + logit`` (root) can win. The decisions equal the general path's up to float rounding; the tests run both.
 """
 
 from __future__ import annotations

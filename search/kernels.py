@@ -248,9 +248,7 @@ def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
         status[b] = _write_policy_row(
             tree.children_stats, tree.children_legal, b, ROOT_INDEX, mixed, legal[b]
         )
-        if status[b] == OK:
-            write_prior_probs(tree.children_stats, tree.children_legal, b, ROOT_INDEX)
-        tree.prior_probs_ready[b, ROOT_INDEX] = True
+        tree.prior_probs_ready[b, ROOT_INDEX] = False  # the first descent fills them
         _clear_children(tree.children_stats, tree.children_counts, b, ROOT_INDEX)
         tree.node_visits[b, ROOT_INDEX] = 1
         tree.raw_values[b, ROOT_INDEX] = value[b]
@@ -541,11 +539,9 @@ def gumbel_root_outputs(tree, params, completed_qvalues, action):
     """Gumbel MuZero's final choice: among the most visited root actions, the one with the
     largest ``gumbel + logits + sigma(completed Q)``; also returns ``sigma(completed Q)``."""
     counts = tree.children_counts
-    stats = tree.children_stats
-    legal = tree.children_legal
     for b in range(action.shape[0]):
         transformed_qvalues(
-            stats,
+            tree.children_stats,
             counts,
             b,
             ROOT_INDEX,
@@ -560,5 +556,11 @@ def gumbel_root_outputs(tree, params, completed_qvalues, action):
         for a in range(completed_qvalues.shape[1]):
             most_visits = max(most_visits, counts[b, ROOT_INDEX, VISITS, a])
         action[b] = considered_argmax(
-            counts, stats, legal, tree.root_gumbel, b, most_visits, completed_qvalues[b]
+            counts,
+            tree.children_stats,
+            tree.children_legal,
+            tree.root_gumbel,
+            b,
+            most_visits,
+            completed_qvalues[b],
         )
