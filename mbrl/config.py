@@ -143,6 +143,12 @@ class TrainerConfig:
     num_games: int = 64  # self-play games in lockstep
     temperature_moves: int = 4
     resign_threshold: float = -1.0  # resign below this search value; -1 = off (the default)
+    # Opening diversity: each self-play game first plays 0..N (uniform) random legal moves that
+    # are not recorded, so every target still comes from the agent's own play. Self-play alone
+    # keeps replaying the few openings it prefers; an opponent that opens otherwise finds
+    # positions the agent has never seen (a learned model of tic-tac-toe: 79 distinct games in
+    # 2,226, no corner opening but one).
+    random_opening_moves: int = 0
     checkpoint_every: int = 200
     log_every: int = 20
     accelerator: str = "cpu"

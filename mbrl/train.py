@@ -159,6 +159,7 @@ def loop_settings(cfg: TrainConfig) -> LoopSettings:
         num_games=t.num_games,
         temperature_moves=t.temperature_moves,
         resign_threshold=t.resign_threshold,
+        random_opening_moves=t.random_opening_moves,
     )
 
 

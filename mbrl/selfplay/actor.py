@@ -4,9 +4,13 @@ Each call to ``step`` makes one move in every game (B environment steps). A game
 handed out as a ``Trajectory`` and its slot starts a new game at once, so every step is a full
 batch. Move selection follows AlphaZero: sample from the search's policy for the first
 ``temperature_moves`` moves of a game, then play the most visited action; Gumbel search plays
-the action its sequential halving chose. Resignation is off unless a threshold is set. The actor's state (games in progress as move lists,
-partial trajectories, counters) round-trips through ``state_dict`` so a resumed run continues
-the same games.
+the action its sequential halving chose. Resignation is off unless a threshold is set.
+
+With ``random_opening_moves = N`` each game starts from 0..N uniformly random legal moves
+(never one that ends the game), applied to the simulator and not recorded: openings the agent
+would not choose still get targets from its own search. The actor's state (games in progress as
+move lists, partial trajectories, counters) round-trips through ``state_dict`` so a resumed run
+continues the same games.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.planner import SearchSettings, plan, root_keys
 
 _FIELDS = ("obs", "legal", "policy", "root_value", "to_play", "actions")
+_OPENING_STREAM = 0x6F70  # separates the openings' random stream from the search's keys
 
 
 class SelfPlayActor:
@@ -36,12 +41,14 @@ class SelfPlayActor:
         seed: int,
         resign_threshold: float = -1.0,
         no_resign_every: int = 10,
+        random_opening_moves: int = 0,
     ):
         if num_games < 1:
             raise ValueError(f"actor.num_games must be >= 1, got {num_games}")
         self.game, self.model, self.settings = game, model, settings
         self.num_games = num_games
         self.temperature_moves = temperature_moves
+        self.random_opening_moves = random_opening_moves
         self.seed = seed
         # AlphaZero's resignation (off at -1): a player whose search values its position below
         # the threshold gives up, except in every `no_resign_every`-th game, which is played out
@@ -66,9 +73,24 @@ class SelfPlayActor:
     def _new_game(self, slot: int) -> None:
         self.game_ids[slot] = self.next_game_id
         self.next_game_id += 1
-        self.states[slot] = self.game.new_state()
-        self.history[slot] = []
+        self.states[slot], self.history[slot] = self._opening(int(self.game_ids[slot]))
         self.partial[slot] = {name: [] for name in _FIELDS}
+
+    def _opening(self, game_id: int) -> tuple[object, list[int]]:
+        """The start of game ``game_id``: its random opening (seeded by the game's id, so it
+        does not depend on the slot), stopped short of any move that would end the game."""
+        state, history = self.game.new_state(), []
+        if not self.random_opening_moves:
+            return state, history
+        rng = np.random.default_rng([self.seed, game_id, _OPENING_STREAM])
+        for _ in range(rng.integers(0, self.random_opening_moves + 1)):
+            action = int(rng.choice(np.flatnonzero(self.game.legal_mask(state))))
+            transition = self.game.apply(state, action)
+            if transition.terminal:
+                break
+            state = transition.state
+            history.append(action)
+        return state, history
 
     def step(self) -> list[Trajectory]:
         """One move in every game (or a resignation); returns the games that finished."""
@@ -120,7 +142,7 @@ class SelfPlayActor:
     def _resigns(self, slot: int, state, root_value: float) -> bool:
         if self.resign_threshold <= -1.0 or root_value >= self.resign_threshold:
             return False
-        if not self.history[slot]:  # keep at least one position per game
+        if not self.partial[slot]["actions"]:  # keep at least one position per game
             return False
         if self.game_ids[slot] % self.no_resign_every == 0:  # played out to check
             self._would_resign.setdefault(slot, state.current_player())

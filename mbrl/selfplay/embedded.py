@@ -41,6 +41,7 @@ class LoopSettings:
     num_games: int = 64  # games played in lockstep (the search batch)
     temperature_moves: int = 4  # sample from the search policy for this many moves per game
     resign_threshold: float = -1.0  # resign below this root value; -1 = never (the default)
+    random_opening_moves: int = 0  # each game opens with 0..this many unrecorded random moves
 
     def __post_init__(self):
         for name in ("batch_size", "sync_every", "num_games"):
@@ -48,8 +49,9 @@ class LoopSettings:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not self.replay_ratio > 0:
             raise ValueError(f"replay_ratio must be > 0, got {self.replay_ratio}")
-        if self.warmup_moves < 0 or self.temperature_moves < 0:
-            raise ValueError("warmup_moves and temperature_moves must be >= 0")
+        for name in ("warmup_moves", "temperature_moves", "random_opening_moves"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
 class _BatchStream(IterableDataset):
@@ -190,6 +192,7 @@ class SelfPlayDataModule(EmbeddedLoop):
             temperature_moves=loop.temperature_moves,
             seed=seed,
             resign_threshold=loop.resign_threshold,
+            random_opening_moves=loop.random_opening_moves,
         )
         self.outcomes = np.zeros(3, np.int64)  # first player won, drew, lost (recent games)
         self.game_lengths: list[int] = []

@@ -11,6 +11,11 @@ visit counts at the configured temperature for the first ``temperature_moves`` m
 episode (MuZero's schedule lowers the temperature as training goes on) and plays the most
 visited action after that.
 
+With ``random_opening_moves = N`` each episode starts with 0..N uniformly random legal actions
+(seeded by the episode's id) that are played in the environment (and count as its steps) but not
+recorded: the replay's first position is the one after them, so every target still comes from the
+agent's own play. An episode that ends during its opening is dropped.
+
 Observations are recorded as their newest frame only (the replay rebuilds stacks). A resumed run
 keeps its finished episodes and counters; episodes in progress at the checkpoint are restarted
 (environment emulator states are not checkpointed).
@@ -27,6 +32,7 @@ from mbrl.replay.episodes import Episode
 from mbrl.selfplay.latent_model import LatentModel
 from mbrl.selfplay.planner import SearchSettings, root_keys, search_roots
 
+_OPENING_STREAM = 0x6F70  # separates the openings' random stream from the search's keys
 _RECORDED = ("frames", "actions", "rewards", "to_play", "policy", "root_value", "legal", "turns")
 
 
@@ -45,7 +51,14 @@ class EpisodeActor:
         segment_length: int = 0,
         segment_overlap: int = 0,
         frame_stack: int = 1,
+        random_opening_moves: int = 0,
     ):
+        if random_opening_moves and frame_stack > 1:
+            raise ValueError(
+                f"random_opening_moves={random_opening_moves} needs frame_stack 1, got "
+                f"{frame_stack}: the replay rebuilds a stack from recorded frames only, and the "
+                "opening's frames are not recorded"
+            )
         self.env, self.model, self.settings = env, model, settings
         self.num_envs = env.batch_size
         self.seed = seed
@@ -53,6 +66,9 @@ class EpisodeActor:
         self.two_player = two_player
         self.temperature_moves = temperature_moves
         self.temperature = 1.0
+        self.random_opening_moves = random_opening_moves
+        self.opening_left = np.zeros(self.num_envs, np.int64)  # unrecorded moves still to play
+        self.opening_rngs: list[np.random.Generator | None] = [None] * self.num_envs
         self.value_prefix_horizon = value_prefix_horizon or None
         # Long episodes (Atari: up to 27,000 steps) go to replay in segments of
         # `segment_length` positions, each followed by `segment_overlap` (>= TD steps + K)
@@ -92,6 +108,10 @@ class EpisodeActor:
             self.records[slot] = {name: [] for name in _RECORDED}
             self.context[slot] = 0
             self.running_return[slot] = 0.0
+            if self.random_opening_moves:
+                rng = np.random.default_rng([self.seed, episode_id, _OPENING_STREAM])
+                self.opening_rngs[slot] = rng
+                self.opening_left[slot] = rng.integers(0, self.random_opening_moves + 1)
         seeds = [(self.seed * 1_000_003 + int(i)) % 2**31 for i in ids] if seeded else None
         return self.env.reset(seeds=seeds, indices=slots)
 
@@ -113,10 +133,18 @@ class EpisodeActor:
         self.search_seconds += time.perf_counter() - start
         self.simulations += self.num_envs * self.settings.num_simulations
         actions = self._choose(output)
+        opening = self.opening_left > 0
+        for slot in np.flatnonzero(opening).tolist():
+            actions[slot] = self.opening_rngs[slot].choice(np.flatnonzero(ts.legal[slot]))
         start = time.perf_counter()
         next_ts = self.env.step(actions)
         self.env_seconds += time.perf_counter() - start
         for slot in range(self.num_envs):
+            reward = float(next_ts.reward[slot])
+            self.running_return[slot] += reward if ts.to_play[slot] == 0 else -reward
+            if opening[slot]:
+                self.opening_left[slot] -= 1
+                continue
             record = self.records[slot]
             obs = ts.obs[slot]
             record["frames"].append(
@@ -132,8 +160,6 @@ class EpisodeActor:
                 record["turns"].append(self.two_player)
             else:
                 record["turns"].append(bool(next_ts.to_play[slot] != ts.to_play[slot]))
-            reward = float(next_ts.reward[slot])
-            self.running_return[slot] += reward if ts.to_play[slot] == 0 else -reward
         self.moves += 1
         self.moves_played += self.num_envs
         done = np.flatnonzero(next_ts.done)
@@ -194,6 +220,9 @@ class EpisodeActor:
             final_values[truncated] = self.model.values(ts.obs[truncated])
         episodes = []
         for slot in done.tolist():
+            self.returns.append(float(self.running_return[slot]))
+            if not self.records[slot]["actions"]:
+                continue  # ended during its random opening: nothing to learn from
             episodes.append(
                 self._episode(
                     slot,
@@ -203,7 +232,6 @@ class EpisodeActor:
                     sampleable=None,
                 )
             )
-            self.returns.append(float(self.running_return[slot]))
         self.episodes_finished += len(episodes)
         return episodes
 

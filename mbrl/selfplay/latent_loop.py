@@ -93,6 +93,7 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
             segment_length=latent.segment_length,
             segment_overlap=replay.settings.td_steps + replay.settings.unroll_steps,
             frame_stack=replay.settings.frame_stack,
+            random_opening_moves=loop.random_opening_moves,
         )
         self.reanalyze_seconds = 0.0
         self._returns_logged = 0

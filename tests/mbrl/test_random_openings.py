@@ -1,0 +1,105 @@
+"""Random openings (trainer.random_opening_moves): each self-play game starts from 0..N random
+legal moves that are played but not recorded, seeded by the game's id."""
+
+import numpy as np
+import pytest
+import torch
+
+from games import BoardGame, BoardGameEnv
+from mbrl.networks import AlphaZeroNet
+from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
+from mbrl.selfplay.actor import SelfPlayActor
+from mbrl.selfplay.embedded import LoopSettings
+from mbrl.selfplay.episode_actor import EpisodeActor
+from mbrl.selfplay.game_model import GameModel
+from mbrl.selfplay.latent_model import LatentModel
+from mbrl.selfplay.planner import SearchSettings
+
+GAME = BoardGame("tic_tac_toe")
+OPENING = 3
+
+
+def alphazero_actor(num_games: int, openings: int = OPENING) -> SelfPlayActor:
+    torch.manual_seed(0)
+    net = AlphaZeroNet(GAME.obs_shape, GAME.num_actions, channels=8, blocks=1).eval()
+    return SelfPlayActor(
+        GAME,
+        GameModel(GAME, net),
+        SearchSettings(policy="gumbel", num_simulations=4),
+        num_games=num_games,
+        temperature_moves=0,
+        seed=5,
+        random_opening_moves=openings,
+    )
+
+
+def latent_actor(openings: int = OPENING, frame_stack: int = 1) -> EpisodeActor:
+    torch.manual_seed(0)
+    tiny = MuZeroNetSettings(channels=4, head_hidden=4, support_size=1, reward_support_size=1)
+    net = MuZeroNet(GAME.obs_shape, GAME.num_actions, tiny).eval()
+    return EpisodeActor(
+        BoardGameEnv(GAME, batch_size=4),
+        LatentModel(net, discount=1.0, two_player=True),
+        SearchSettings(policy="gumbel", num_simulations=4),
+        seed=5,
+        two_player=True,
+        random_opening_moves=openings,
+        frame_stack=frame_stack,
+    )
+
+
+def test_openings_are_seeded_by_game_id_and_span_zero_to_n_moves():
+    wide, narrow = alphazero_actor(num_games=4), alphazero_actor(num_games=2)
+    assert wide.history[:2] == narrow.history[:2]  # the same games whatever the batch
+    openings = [wide._opening(game_id)[1] for game_id in range(60)]
+    assert {len(moves) for moves in openings} == set(range(OPENING + 1))
+    assert all(len(set(moves)) == len(moves) for moves in openings)  # legal: no square twice
+    assert alphazero_actor(num_games=4, openings=0).history == [[]] * 4
+
+
+def test_opening_moves_are_not_recorded():
+    """A recorded game starts where its opening left off: its first position has as many empty
+    squares fewer as opening moves were played, and that many moves' parity decides who moves."""
+    selfplay = alphazero_actor(num_games=8)
+    finished = []
+    while len(finished) < 16:
+        finished += selfplay.step()
+    first_filled = []
+    for trajectory in finished:
+        filled = 9 - int(trajectory.legal[0].sum())
+        assert filled <= OPENING
+        assert trajectory.to_play[0] == filled % 2
+        first_filled.append(filled)
+    assert min(first_filled) == 0 and max(first_filled) > 0
+
+
+def test_latent_actor_records_from_the_end_of_the_opening():
+    actor = latent_actor()
+    episodes = []
+    while len(episodes) < 16:
+        episodes += actor.step()
+    first_filled = []
+    for episode in episodes:
+        filled = 9 - int(episode.legal[0].sum())
+        assert filled <= OPENING
+        assert episode.to_play[0] == filled % 2
+        assert len(episode.actions) <= 9 - filled
+        first_filled.append(filled)
+    assert min(first_filled) == 0 and max(first_filled) > 0
+    assert actor.moves_played > sum(len(e.actions) for e in episodes)  # opening steps count
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="random_opening_moves must be >= 0"):
+        LoopSettings(random_opening_moves=-1)
+    with pytest.raises(ValueError, match="random_opening_moves=3 needs frame_stack 1"):
+        latent_actor(frame_stack=4)
+
+
+def test_without_openings_every_game_starts_empty():
+    actor = latent_actor(openings=0)
+    episodes = []
+    while len(episodes) < 4:
+        episodes += actor.step()
+    assert all(e.legal[0].all() and e.to_play[0] == 0 for e in episodes)
+    assert np.isfinite(actor.returns).all()
