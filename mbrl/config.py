@@ -114,6 +114,9 @@ class ReplayConfig:
     prioritized: bool = False
     alpha: float = 0.6
     beta: float = 0.4
+    # Board games: train each sample under a random board symmetry (games/symmetry.py lists
+    # each game's); an error for a game that declares none.
+    augment_symmetries: bool = False
 
 
 @dataclass

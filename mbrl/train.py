@@ -19,6 +19,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from games import BoardGame
+from games.symmetry import GAME_SYMMETRIES, BoardSymmetries, board_symmetries
 from mbrl.agent import LatentSearchAgent
 from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback, SelfPlayMonitor
 from mbrl.checkpoint import AtomicCheckpointIO
@@ -163,6 +164,19 @@ def loop_settings(cfg: TrainConfig) -> LoopSettings:
     )
 
 
+def symmetries(cfg: TrainConfig, game: BoardGame | None) -> BoardSymmetries | None:
+    """The board symmetries to augment samples with (``replay.augment_symmetries``)."""
+    if not cfg.replay.augment_symmetries:
+        return None
+    found = None if game is None else board_symmetries(game.name, game.obs_shape, game.num_actions)
+    if found is None:
+        raise ValueError(
+            f"replay.augment_symmetries=true, but game {cfg.game.name!r} declares no board "
+            f"symmetries; games that do: {sorted(GAME_SYMMETRIES)}"
+        )
+    return found
+
+
 def build_alphazero(cfg: TrainConfig, run_dir: Path):
     """``(system, data module, evaluation callback)`` for AlphaZero and Gumbel AlphaZero."""
     game = BoardGame(cfg.game.name, cfg.game.params, max_moves=cfg.game.max_moves)
@@ -184,7 +198,15 @@ def build_alphazero(cfg: TrainConfig, run_dir: Path):
         alpha=cfg.replay.alpha,
         beta=cfg.replay.beta,
     )
-    data = SelfPlayDataModule(game, network, settings, loop_settings(cfg), replay, seed=cfg.seed)
+    data = SelfPlayDataModule(
+        game,
+        network,
+        settings,
+        loop_settings(cfg),
+        replay,
+        seed=cfg.seed,
+        symmetries=symmetries(cfg, game),
+    )
     evaluation = EvaluationCallback(game, settings, **_board_eval_args(cfg, run_dir))
     return system, data, evaluation
 
@@ -262,6 +284,7 @@ def build_latent(cfg: TrainConfig, run_dir: Path):
         replay,
         seed=cfg.seed,
         two_player=environment.two_player,
+        symmetries=symmetries(cfg, environment.game),
     )
 
     def make_agent(net, simulations: int, name: str) -> LatentSearchAgent:

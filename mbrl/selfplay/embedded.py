@@ -25,6 +25,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 from games import BoardGame
+from games.symmetry import BoardSymmetries
 from mbrl.replay import ReplayBuffer
 from mbrl.replay.targets import alphazero_fields, alphazero_positions
 from mbrl.selfplay.actor import SelfPlayActor
@@ -178,9 +179,11 @@ class SelfPlayDataModule(EmbeddedLoop):
         replay: ReplayBuffer,
         *,
         seed: int,
+        symmetries: BoardSymmetries | None = None,
     ):
         super().__init__(learner_network, loop, seed=seed)
         self.game, self.search, self.replay = game, search, replay
+        self.symmetries = symmetries  # None: samples as played
         if set(replay.data) != set(alphazero_fields(game.obs_shape, game.num_actions)):
             raise ValueError(f"replay fields {sorted(replay.data)} do not fit AlphaZero targets")
         self.model = GameModel(game, self.actor_network)
@@ -206,7 +209,10 @@ class SelfPlayDataModule(EmbeddedLoop):
 
     def sample_batch(self) -> dict[str, torch.Tensor]:
         sample = self.replay.sample(self.loop.batch_size, self.rng)
-        batch = {name: torch.from_numpy(values) for name, values in sample.fields.items()}
+        fields = sample.fields
+        if self.symmetries is not None:
+            fields = self.symmetries.augment(fields, self.rng)
+        batch = {name: torch.from_numpy(values) for name, values in fields.items()}
         batch["weights"] = torch.from_numpy(sample.weights)
         batch["indices"] = torch.from_numpy(sample.indices)
         return batch

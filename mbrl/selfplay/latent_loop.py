@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from games.symmetry import BoardSymmetries
 from mbrl.replay.episodes import EpisodeReplay, Unroll
 from mbrl.selfplay.embedded import EmbeddedLoop, LoopSettings
 from mbrl.selfplay.episode_actor import EpisodeActor
@@ -65,10 +66,12 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
         *,
         seed: int,
         two_player: bool = False,
+        symmetries: BoardSymmetries | None = None,
     ):
         super().__init__(learner_network, loop, seed=seed)
         self.env, self.search, self.latent, self.replay = env, search, latent, replay
         self.two_player = two_player
+        self.symmetries = symmetries  # None: samples as played
         model_args = dict(
             discount=latent.discount,
             two_player=two_player,
@@ -151,6 +154,8 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
         }
         if unroll.future_obs is not None:
             batch["future_obs"] = unroll.future_obs
+        if self.symmetries is not None:
+            batch = self.symmetries.augment(batch, self.rng)
         return {name: torch.from_numpy(np.ascontiguousarray(v)) for name, v in batch.items()}
 
     def _reanalyzed_values(self, unroll: Unroll) -> np.ndarray:

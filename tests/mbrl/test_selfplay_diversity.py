@@ -1,5 +1,6 @@
-"""Random openings (trainer.random_opening_moves): each self-play game starts from 0..N random
-legal moves that are played but not recorded, seeded by the game's id."""
+"""Self-play data diversity: random openings (trainer.random_opening_moves: each game starts from
+0..N random legal moves, played but not recorded, seeded by the game id) and board-symmetry
+augmentation (replay.augment_symmetries) wired into training."""
 
 import numpy as np
 import pytest
@@ -103,3 +104,30 @@ def test_without_openings_every_game_starts_empty():
         episodes += actor.step()
     assert all(e.legal[0].all() and e.to_play[0] == 0 for e in episodes)
     assert np.isfinite(actor.returns).all()
+
+
+@pytest.mark.parametrize("algo", ["alphazero", "gumbel_muzero"])
+def test_training_runs_with_openings_and_board_symmetries(tiny_config, tmp_path, algo):
+    from mbrl.train import train
+
+    summary = train(
+        tiny_config(
+            f"run_dir={tmp_path}",
+            f"algo={algo}",
+            "trainer.max_steps=6",
+            "trainer.random_opening_moves=2",
+            "replay.augment_symmetries=true",
+            "eval.opponents=[random]",
+        )
+    )
+    assert summary["steps"] == 6
+
+
+def test_board_symmetries_for_a_game_without_them_are_refused(tiny_config, tmp_path):
+    from mbrl.train import train
+
+    config = tiny_config(
+        f"run_dir={tmp_path}", "game=cartpole", "algo=muzero", "replay.augment_symmetries=true"
+    )
+    with pytest.raises(ValueError, match="declares no board symmetries; games that do"):
+        train(config)
