@@ -58,35 +58,35 @@ def test_openings_are_seeded_by_game_id_and_span_zero_to_n_moves():
     assert alphazero_actor(num_games=4, openings=0).history == [[]] * 4
 
 
-def test_opening_moves_are_not_recorded():
-    """A recorded game starts where its opening left off: its first position has as many empty
-    squares fewer as opening moves were played, and that many moves' parity decides who moves."""
-    selfplay = alphazero_actor(num_games=8)
-    finished = []
-    while len(finished) < 16:
-        finished += selfplay.step()
+def assert_recorded_from_the_end_of_openings(games) -> None:
+    """Each recorded game (trajectory or episode) starts where its opening left off: its first
+    position has as many empty squares fewer as opening moves were played, and their parity says
+    who moves; some games had an opening and some did not."""
     first_filled = []
-    for trajectory in finished:
-        filled = 9 - int(trajectory.legal[0].sum())
+    for game in games:
+        filled = 9 - int(game.legal[0].sum())
         assert filled <= OPENING
-        assert trajectory.to_play[0] == filled % 2
+        assert game.to_play[0] == filled % 2
+        assert len(game.actions) <= 9 - filled
         first_filled.append(filled)
     assert min(first_filled) == 0 and max(first_filled) > 0
+
+
+def play(actor, count: int) -> list:
+    finished = []
+    while len(finished) < count:
+        finished += actor.step()
+    return finished
+
+
+def test_opening_moves_are_not_recorded():
+    assert_recorded_from_the_end_of_openings(play(alphazero_actor(num_games=8), 16))
 
 
 def test_latent_actor_records_from_the_end_of_the_opening():
     actor = latent_actor()
-    episodes = []
-    while len(episodes) < 16:
-        episodes += actor.step()
-    first_filled = []
-    for episode in episodes:
-        filled = 9 - int(episode.legal[0].sum())
-        assert filled <= OPENING
-        assert episode.to_play[0] == filled % 2
-        assert len(episode.actions) <= 9 - filled
-        first_filled.append(filled)
-    assert min(first_filled) == 0 and max(first_filled) > 0
+    episodes = play(actor, 16)
+    assert_recorded_from_the_end_of_openings(episodes)
     assert actor.moves_played > sum(len(e.actions) for e in episodes)  # opening steps count
 
 
@@ -99,9 +99,7 @@ def test_bad_settings_are_refused():
 
 def test_without_openings_every_game_starts_empty():
     actor = latent_actor(openings=0)
-    episodes = []
-    while len(episodes) < 4:
-        episodes += actor.step()
+    episodes = play(actor, 4)
     assert all(e.legal[0].all() and e.to_play[0] == 0 for e in episodes)
     assert np.isfinite(actor.returns).all()
 
