@@ -23,10 +23,9 @@ import torch
 from games import BoardGame
 from mbrl.replay.targets import Trajectory
 from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.planner import SearchSettings, plan, root_keys
+from mbrl.selfplay.planner import SearchSettings, opening_rng, plan, root_keys
 
 _FIELDS = ("obs", "legal", "policy", "root_value", "to_play", "actions")
-_OPENING_STREAM = 0x6F70  # separates the openings' random stream from the search's keys
 
 
 class SelfPlayActor:
@@ -82,7 +81,7 @@ class SelfPlayActor:
         state, history = self.game.new_state(), []
         if not self.random_opening_moves:
             return state, history
-        rng = np.random.default_rng([self.seed, game_id, _OPENING_STREAM])
+        rng = opening_rng(self.seed, game_id)
         for _ in range(rng.integers(0, self.random_opening_moves + 1)):
             action = int(rng.choice(np.flatnonzero(self.game.legal_mask(state))))
             transition = self.game.apply(state, action)

@@ -30,9 +30,8 @@ import numpy as np
 from games import TimeStep
 from mbrl.replay.episodes import Episode
 from mbrl.selfplay.latent_model import LatentModel
-from mbrl.selfplay.planner import SearchSettings, root_keys, search_roots
+from mbrl.selfplay.planner import SearchSettings, opening_rng, root_keys, search_roots
 
-_OPENING_STREAM = 0x6F70  # separates the openings' random stream from the search's keys
 _RECORDED = ("frames", "actions", "rewards", "to_play", "policy", "root_value", "legal", "turns")
 
 
@@ -109,7 +108,7 @@ class EpisodeActor:
             self.context[slot] = 0
             self.running_return[slot] = 0.0
             if self.random_opening_moves:
-                rng = np.random.default_rng([self.seed, episode_id, _OPENING_STREAM])
+                rng = opening_rng(self.seed, episode_id)
                 self.opening_rngs[slot] = rng
                 self.opening_left[slot] = rng.integers(0, self.random_opening_moves + 1)
         seeds = [(self.seed * 1_000_003 + int(i)) % 2**31 for i in ids] if seeded else None

@@ -102,6 +102,15 @@ def search_roots(
     )
 
 
+_OPENING_STREAM = 0x6F70  # separates the openings' random stream from the search's keys
+
+
+def opening_rng(seed: int, game_id: int) -> np.random.Generator:
+    """The random stream of one game's random opening (``random_opening_moves``), keyed by
+    (run seed, game number) like ``root_keys``: it does not depend on the game's slot."""
+    return np.random.default_rng([seed, game_id, _OPENING_STREAM])
+
+
 def root_keys(seed: int, game_ids: np.ndarray, moves: np.ndarray) -> np.ndarray:
     """Per-root search keys from (run seed, game number, move number): a game's noise does not
     depend on which slot of the batch it occupies."""
