@@ -60,6 +60,20 @@ class PeriodicEvaluation(L.Callback, ABC):
     every: int
     _clock: float | None = None
     train_seconds: float = 0.0
+    max_train_seconds: float = 0.0  # 0 = no limit; see `limit_training_time`
+
+    def limit_training_time(self, minutes: float) -> None:
+        """Stop once the training clock (evaluations excluded) passes ``minutes``: a time budget
+        that does not shrink when evaluations are made more frequent or stronger."""
+        self.max_train_seconds = 60.0 * minutes
+
+    def training_seconds(self) -> float:
+        """Training wall time so far, evaluations excluded."""
+        running = 0.0 if self._clock is None else time.perf_counter() - self._clock
+        return self.train_seconds + running
+
+    def _out_of_time(self) -> bool:
+        return 0 < self.max_train_seconds <= self.training_seconds()
 
     def _resumed_done(self) -> bool:
         """True when a resumed run had already met its stopping condition."""
@@ -67,12 +81,14 @@ class PeriodicEvaluation(L.Callback, ABC):
 
     def on_train_start(self, trainer, pl_module):
         self._clock = time.perf_counter()
-        if self._resumed_done():
+        if self._resumed_done() or self._out_of_time():
             trainer.should_stop = True
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if self.every and trainer.global_step % self.every == 0:
             self.evaluate(trainer, pl_module)
+        if self._out_of_time():
+            trainer.should_stop = True
 
     def on_train_end(self, trainer, pl_module):
         if not self.every or trainer.global_step % self.every:

@@ -138,7 +138,8 @@ class OptimConfig:
 @dataclass
 class TrainerConfig:
     max_steps: int = 2000  # gradient steps
-    max_minutes: float = 0.0  # wall-clock limit; 0 = none
+    max_minutes: float = 0.0  # wall-clock limit, evaluations included; 0 = none
+    max_train_minutes: float = 0.0  # training-time limit, evaluations excluded; 0 = none
     batch_size: int = 256
     replay_ratio: float = 0.1  # gradient steps per environment move, enforced exactly
     warmup_moves: int = 1000
@@ -232,6 +233,7 @@ class TrainConfig:
 RESUMABLE_CHANGES = (
     "trainer.max_steps",
     "trainer.max_minutes",
+    "trainer.max_train_minutes",
     "trainer.progress_bar",
     "trainer.checkpoint_every",
     "trainer.log_every",

@@ -135,6 +135,11 @@ def validate(cfg: TrainConfig) -> None:
             f"tasks (game.kind=text) take algo={' | '.join(LM_ALGORITHMS)}, and those train "
             "only on text tasks"
         )
+    for key in ("max_minutes", "max_train_minutes"):
+        if not getattr(cfg.trainer, key) >= 0:
+            raise ValueError(
+                f"trainer.{key} must be >= 0 (0 = no limit), got {getattr(cfg.trainer, key)}"
+            )
     if cfg.game.kind == "text":
         return
     expected = "gumbel" if cfg.algo.name in GUMBEL_ALGORITHMS else "puct"
@@ -340,6 +345,7 @@ def train(cfg: TrainConfig) -> dict:
     build = build_latent if cfg.algo.name in LATENT_ALGORITHMS else build_alphazero
     system, data, evaluation = build(cfg, run_dir)
     optim, t = system.optim, cfg.trainer
+    evaluation.limit_training_time(t.max_train_minutes)
     checkpoints = ModelCheckpoint(
         dirpath=run_dir / "checkpoints",
         filename="step{step:06d}",

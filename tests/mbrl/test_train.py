@@ -80,6 +80,28 @@ def test_a_run_dir_holding_another_experiment_is_refused(tiny_config, trained_ru
         train(tiny_config(f"run_dir={run_dir}", "model.channels=16"))
 
 
+def test_the_training_time_limit_leaves_evaluations_out(tiny_config, tmp_path):
+    cfg = tiny_config(
+        f"run_dir={tmp_path}",
+        "trainer.max_steps=100000",
+        "trainer.max_train_minutes=0.02",  # 1.2 s of training
+        "eval.every=5",
+        "eval.games=40",
+        "eval.opponents=[minimax]",
+    )
+    summary = train(cfg)
+    assert summary["steps"] < 100000
+    records = [json.loads(line) for line in (tmp_path / "eval.jsonl").read_text().splitlines()]
+    assert len(records) >= 2
+    assert 1.2 <= records[-1]["train_seconds"] < 3.0, records[-1]
+    assert records[-1]["wall_seconds"] > records[-1]["train_seconds"] + 0.5, records[-1]
+
+
+def test_a_negative_time_limit_is_refused(tiny_config, tmp_path):
+    with pytest.raises(ValueError, match=r"trainer.max_train_minutes must be >= 0"):
+        train(tiny_config(f"run_dir={tmp_path}", "trainer.max_train_minutes=-1"))
+
+
 def test_overwrite_starts_afresh(tiny_config, tmp_path):
     train(tiny_config(f"run_dir={tmp_path}", "trainer.max_steps=4"))
     summary = train(
