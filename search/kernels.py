@@ -265,7 +265,7 @@ def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
 # ----------------------------------------------------------------------------- select
 
 
-@numba.njit(cache=True, fastmath=FASTMATH)
+@numba.njit(cache=True, fastmath=FASTMATH, inline="always")
 def simulate_root(tree, b, params, considered_visit, scratch):
     """Descends tree ``b`` from the root to an unexpanded edge (or to ``max_depth``).
 
@@ -350,7 +350,7 @@ def is_reset(params, depth):
     return params.value_prefix_horizon > 0 and depth % params.value_prefix_horizon == 0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def _simulate_one(tree, b, params, sim, considered_table, num_considered, pending, scratch):
     # Borrowed here, not in the drivers: numba's parfor lowering rejects borrowed records.
     tree, pending, scratch = borrow((tree, pending, scratch))
@@ -380,7 +380,7 @@ def simulate_parallel(tree, params, sim, considered_table, num_considered, pendi
 # ----------------------------------------------------------------------------- expand + backup
 
 
-@numba.njit(cache=True, fastmath=FASTMATH)
+@numba.njit(cache=True, fastmath=FASTMATH, inline="always")
 def expand_node(
     tree,
     b,
@@ -460,7 +460,7 @@ def _append_child(counts, b, node, action):
             return
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def _expand_pending(tree, b, params, sim, pending, reward, discount, logits, value, legal):
     tree, pending, logits, legal = borrow((tree, pending, logits, legal))
     return expand_node(

@@ -80,7 +80,7 @@ def root_states(embedding, model: TabularModel, batch_size: int) -> np.ndarray:
 # ----------------------------------------------------------------------------- the fused search
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=kernels.FASTMATH)
 def _search_tabular_root(tree, b, params, considered_table, num_considered, model, states, scratch):
     """Every simulation of tree ``b`` with the model looked up in tables, inside the kernel."""
     tree, model, states, scratch = borrow((tree, model, states, scratch))  # see search.borrow
