@@ -9,6 +9,7 @@ unpack the `Tree` once and hand plain arrays to the inlined per-node rules.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numba
@@ -79,6 +80,7 @@ class KernelParams(NamedTuple):
     value_prefix_horizon: int  # 0 = rewards are per edge; H > 0 = value prefix, reset every H
 
 
+@functools.lru_cache(maxsize=256)  # immutable, and the same few per program: built once
 def kernel_params(
     *,
     policy: int,
@@ -128,14 +130,16 @@ class Pending(NamedTuple):
     status: np.ndarray
 
 
-def allocate_pending(batch_size: int) -> Pending:
+def allocate_pending(status: np.ndarray) -> Pending:
+    """Work arrays for ``B = len(status)`` roots around the given ``[B]`` int32 status array."""
+    batch_size = status.shape[0]
     return Pending(
         parent_index=np.zeros(batch_size, np.int32),
         action=np.zeros(batch_size, np.int32),
         node_index=np.zeros(batch_size, np.int32),
         depth=np.zeros(batch_size, np.int32),
         is_reset=np.zeros(batch_size, np.bool_),
-        status=np.zeros(batch_size, np.int32),
+        status=status,
     )
 
 
@@ -269,7 +273,9 @@ def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
 def simulate_root(tree, b, params, considered_visit, scratch):
     """Descends tree ``b`` from the root to an unexpanded edge (or to ``max_depth``).
 
-    Returns ``(parent, action, child, depth)``; ``child`` is `UNVISITED` for a new edge."""
+    Returns ``(parent, action, child, depth)``; ``child`` is `UNVISITED` for a new edge.
+    Inlined (as is `expand_node`): a call passes the tree record's 14 array structs by value,
+    which cost a third of a tabular Gumbel simulation."""
     counts = tree.children_counts
     stats = tree.children_stats
     legal = tree.children_legal
@@ -564,3 +570,18 @@ def gumbel_root_outputs(tree, params, completed_qvalues, action):
             most_visits,
             completed_qvalues[b],
         )
+
+
+@numba.njit(cache=True)
+def root_summary(tree, root_value, visit_counts, qvalues):
+    """mctx's root summary: value ``[B]``, visit counts ``[B, A]`` and Q values ``[B, A]``
+    (``r + discount * v`` in float64, 0 where unvisited). No fastmath: the same roundings as
+    numpy's ``(r + d * v).astype(float32)``."""
+    stats, counts = tree.children_stats, tree.children_counts
+    for b in range(root_value.shape[0]):
+        root_value[b] = tree.node_values[b, ROOT_INDEX]
+        for a in range(qvalues.shape[1]):
+            visit_counts[b, a] = counts[b, ROOT_INDEX, VISITS, a]
+            qvalues[b, a] = np.float64(stats[b, ROOT_INDEX, REWARDS, a]) + np.float64(
+                stats[b, ROOT_INDEX, DISCOUNTS, a]
+            ) * np.float64(stats[b, ROOT_INDEX, VALUES, a])

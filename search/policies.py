@@ -27,7 +27,7 @@ from search.qtransforms import (
 )
 from search.records import RootOutput, SearchOutput
 from search.search import run_search
-from search.tree import ROOT_INDEX, root_qvalues
+from search.tree import ROOT_INDEX
 from search.validation import (
     float_array,
     in_range,
@@ -38,6 +38,9 @@ from search.validation import (
 )
 
 _FLOAT32_TINY = np.finfo(np.float32).tiny
+# The defaults, built once: a QTransform is immutable, and building one costs a few us per search.
+_PUCT_QTRANSFORM = qtransform_by_parent_and_siblings()
+_GUMBEL_QTRANSFORM = qtransform_completed_by_mix_value()
 
 
 def muzero_policy(
@@ -110,7 +113,7 @@ def muzero_policy(
     params = kernels.kernel_params(
         policy=kernels.POLICY_MUZERO,
         qtransform=_check_qtransform(
-            qtransform_by_parent_and_siblings() if qtransform is None else qtransform
+            _PUCT_QTRANSFORM if qtransform is None else qtransform
         ),
         pb_c_init=float(pb_c_init),
         pb_c_base=float(pb_c_base),
@@ -186,14 +189,14 @@ def gumbel_muzero_policy(
     if deterministic:
         root_gumbel = np.zeros((batch_size, num_actions), np.float32)
     elif gumbel is not None:
-        root_gumbel = float_array(gumbel, "gumbel", (batch_size, num_actions))
+        root_gumbel = float_array(gumbel, "gumbel", (batch_size, num_actions)).copy()  # tree's own
     else:
         root_gumbel = np.empty((batch_size, num_actions), np.float32)
         rng.batch_gumbel(keys, rng.STREAM_GUMBEL, gumbel_scale, root_gumbel)
     params = kernels.kernel_params(
         policy=kernels.POLICY_GUMBEL,
         qtransform=_check_qtransform(
-            qtransform_completed_by_mix_value() if qtransform is None else qtransform
+            _GUMBEL_QTRANSFORM if qtransform is None else qtransform
         ),
         max_depth=_max_depth(max_depth, num_simulations),
         value_prefix_horizon=_horizon(value_prefix_horizon),
@@ -214,22 +217,29 @@ def gumbel_muzero_policy(
     kernels.gumbel_root_outputs(tree, params, completed_qvalues, action)
     # In numpy, not in the kernel: a kernel's sums and exps round differently in the last bit,
     # and that one bit in the policy targets is enough to change a training run's trajectory.
-    improved_logits = np.where(
-        legal_mask, tree.children_prior_logits[:, ROOT_INDEX] + completed_qvalues, -np.inf
-    )
-    improved_logits -= improved_logits.max(axis=1, keepdims=True)
-    weights = np.exp(improved_logits)
-    action_weights = (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
+    # In place (the same values as np.where/exp/divide, without their temporaries).
+    weights = completed_qvalues
+    weights += tree.children_prior_logits[:, ROOT_INDEX]
+    np.copyto(weights, -np.inf, where=~legal_mask)
+    weights -= weights.max(axis=1, keepdims=True)
+    np.exp(weights, out=weights)
+    weights /= weights.sum(axis=1, keepdims=True)
+    action_weights = weights.astype(np.float32)
     return _search_output(tree, store, action, action_weights)
 
 
 def _search_output(tree, store, action: np.ndarray, action_weights: np.ndarray) -> SearchOutput:
+    batch_size, num_actions = action_weights.shape
+    root_value = np.empty(batch_size, np.float32)
+    visit_counts = np.empty((batch_size, num_actions), np.int32)
+    qvalues = np.empty((batch_size, num_actions), np.float32)
+    kernels.root_summary(tree, root_value, visit_counts, qvalues)
     return SearchOutput(
         action=action,
         action_weights=action_weights,
-        root_value=tree.node_values[:, ROOT_INDEX].copy(),
-        visit_counts=tree.children_visits[:, ROOT_INDEX].copy(),
-        qvalues=root_qvalues(tree),
+        root_value=root_value,
+        visit_counts=visit_counts,
+        qvalues=qvalues,
         tree=tree,
         embeddings=store.storage,
     )

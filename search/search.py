@@ -58,24 +58,21 @@ def run_search(
 
     Inputs are validated numpy arrays: ``prior_logits`` ``[B, A]`` float32, ``value`` ``[B]``,
     ``legal_mask`` ``[B, A]`` bool, ``root_noise`` ``[B, A]`` (Dirichlet), ``root_gumbel``
-    ``[B, A]``.
+    ``[B, A]`` float32 (kept by the tree, not copied).
     """
     batch_size, num_actions = prior_logits.shape
-    tree = allocate_tree(batch_size, num_simulations, num_actions)
-    pending = kernels.allocate_pending(batch_size)
+    tree = allocate_tree(batch_size, num_simulations, num_actions, root_gumbel)
+    status = np.zeros(batch_size, np.int32)
     if root_noise is None:
         root_noise = np.zeros((batch_size, num_actions), np.float32)
-    kernels.init_roots(
-        tree, prior_logits, value, legal_mask, root_noise, noise_fraction, pending.status
-    )
-    if root_gumbel is not None:
-        tree.root_gumbel[:] = root_gumbel
+    kernels.init_roots(tree, prior_logits, value, legal_mask, root_noise, noise_fraction, status)
     table = considered_visit_table(max(max_num_considered_actions, 1), num_simulations)
-    num_considered = np.minimum(max_num_considered_actions, legal_mask.sum(axis=1)).astype(np.int32)
+    num_considered = np.count_nonzero(legal_mask, axis=1).astype(np.int32)
+    np.minimum(num_considered, max_num_considered_actions, out=num_considered)
     scratch = np.empty((batch_size, num_actions), np.float64)
     if isinstance(recurrent_fn, TabularModel):
         states = _run_tabular(
-            tree, params, table, num_considered, recurrent_fn, embedding, scratch, pending.status
+            tree, params, table, num_considered, recurrent_fn, embedding, scratch, status
         )
         return tree, TabularEmbeddings(states)
 
@@ -84,6 +81,7 @@ def run_search(
         raise ValueError(
             f"root embedding has batch size {store.batch_size}; prior_logits has {batch_size}"
         )
+    pending = kernels.allocate_pending(status)
     all_legal = np.ones((batch_size, num_actions), np.bool_)
     if batch_size >= PARALLEL_MIN_BATCH:
         simulate, expand_and_backup = kernels.simulate_parallel, kernels.expand_and_backup_parallel

@@ -113,9 +113,14 @@ class Tree(NamedTuple):
         return self.children_stats[:, :, DISCOUNTS]
 
 
-def allocate_tree(batch_size: int, num_simulations: int, num_actions: int) -> Tree:
-    """Uninitialised storage; `search.kernels.init_roots` writes the roots."""
+def allocate_tree(
+    batch_size: int, num_simulations: int, num_actions: int, root_gumbel: np.ndarray | None = None
+) -> Tree:
+    """Uninitialised storage; `search.kernels.init_roots` writes the roots. ``root_gumbel``
+    (``[B, A]`` float32, kept as the tree's own) defaults to zeros."""
     node_shape = (batch_size, num_simulations + 1)
+    if root_gumbel is None:
+        root_gumbel = np.zeros((batch_size, num_actions), np.float32)
     return Tree(
         node_visits=np.empty(node_shape, np.int32),
         raw_values=np.empty(node_shape, np.float32),
@@ -128,16 +133,10 @@ def allocate_tree(batch_size: int, num_simulations: int, num_actions: int) -> Tr
         children_stats=np.empty((*node_shape, NUM_STATS, num_actions), np.float32),
         children_counts=np.empty((*node_shape, NUM_COUNTS, num_actions), np.int32),
         children_legal=np.empty((*node_shape, num_actions), np.bool_),
-        root_gumbel=np.zeros((batch_size, num_actions), np.float32),
+        root_gumbel=root_gumbel,
         tree_min_max=np.empty((batch_size, 2), np.float32),
         prior_probs_ready=np.empty(node_shape, np.bool_),
     )
-
-
-def root_qvalues(tree: Tree) -> np.ndarray:
-    """``[B, A]`` Q values of the root's children (0 where unvisited), as mctx's summary."""
-    stats = tree.children_stats[:, ROOT_INDEX].astype(np.float64)
-    return (stats[:, REWARDS] + stats[:, DISCOUNTS] * stats[:, VALUES]).astype(np.float32)
 
 
 def tree_depths(tree: Tree) -> np.ndarray:
