@@ -197,12 +197,19 @@ def write_prior_probs(stats, children_legal, b, node):
 
 @numba.njit(cache=True, inline="always")
 def _clear_children(stats, counts, b, node):
-    for a in range(counts.shape[3]):
+    # One contiguous row per loop: each becomes a few vector stores.
+    num_actions = counts.shape[3]
+    for a in range(num_actions):
         counts[b, node, INDEX, a] = UNVISITED
+    for a in range(num_actions):
         counts[b, node, VISITS, a] = 0
+    for a in range(num_actions):
         counts[b, node, ORDER, a] = UNVISITED
+    for a in range(num_actions):
         stats[b, node, VALUES, a] = 0.0
+    for a in range(num_actions):
         stats[b, node, REWARDS, a] = 0.0
+    for a in range(num_actions):
         stats[b, node, DISCOUNTS, a] = 0.0
 
 
