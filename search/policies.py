@@ -14,7 +14,7 @@ hyperparameters with the papers' defaults. Differences from mctx, all deliberate
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -112,9 +112,7 @@ def muzero_policy(
             rng.batch_dirichlet(keys, alpha, include, noise)
     params = kernels.kernel_params(
         policy=kernels.POLICY_MUZERO,
-        qtransform=_check_qtransform(
-            _PUCT_QTRANSFORM if qtransform is None else qtransform
-        ),
+        qtransform=_check_qtransform(_PUCT_QTRANSFORM if qtransform is None else qtransform),
         pb_c_init=float(pb_c_init),
         pb_c_base=float(pb_c_base),
         max_depth=_max_depth(max_depth, num_simulations),
@@ -131,7 +129,8 @@ def muzero_policy(
         root_noise=noise,
         noise_fraction=dirichlet_fraction,
     )
-    visit_counts = tree.children_visits[:, ROOT_INDEX].copy()
+    summary = _root_summary(tree)
+    visit_counts = summary.visit_counts
     action_weights = (visit_counts / visit_counts.sum(axis=1, keepdims=True)).astype(np.float32)
     if deterministic or temperature == 0:
         action = np.argmax(visit_counts, axis=1).astype(np.int32)
@@ -146,7 +145,7 @@ def muzero_policy(
             temperature, _FLOAT32_TINY
         )
         action = np.argmax(np.where(legal_mask, scores, -np.inf), axis=1).astype(np.int32)
-    return _search_output(tree, store, action, action_weights)
+    return _search_output(tree, store, action, action_weights, summary)
 
 
 def gumbel_muzero_policy(
@@ -195,9 +194,7 @@ def gumbel_muzero_policy(
         rng.batch_gumbel(keys, rng.STREAM_GUMBEL, gumbel_scale, root_gumbel)
     params = kernels.kernel_params(
         policy=kernels.POLICY_GUMBEL,
-        qtransform=_check_qtransform(
-            _GUMBEL_QTRANSFORM if qtransform is None else qtransform
-        ),
+        qtransform=_check_qtransform(_GUMBEL_QTRANSFORM if qtransform is None else qtransform),
         max_depth=_max_depth(max_depth, num_simulations),
         value_prefix_horizon=_horizon(value_prefix_horizon),
     )
@@ -215,9 +212,9 @@ def gumbel_muzero_policy(
     completed_qvalues = np.empty((batch_size, num_actions), np.float64)
     action = np.empty(batch_size, np.int32)
     kernels.gumbel_root_outputs(tree, params, completed_qvalues, action)
-    # In numpy, not in the kernel: a kernel's sums and exps round differently in the last bit,
-    # and that one bit in the policy targets is enough to change a training run's trajectory.
-    # In place (the same values as np.where/exp/divide, without their temporaries).
+    # In numpy (in place), not in the kernel: a kernel's sums and exps round differently in the
+    # last bit, and that one bit in the policy targets is enough to change a training run's
+    # trajectory.
     weights = completed_qvalues
     weights += tree.children_prior_logits[:, ROOT_INDEX]
     np.copyto(weights, -np.inf, where=~legal_mask)
@@ -225,21 +222,35 @@ def gumbel_muzero_policy(
     np.exp(weights, out=weights)
     weights /= weights.sum(axis=1, keepdims=True)
     action_weights = weights.astype(np.float32)
-    return _search_output(tree, store, action, action_weights)
+    return _search_output(tree, store, action, action_weights, _root_summary(tree))
 
 
-def _search_output(tree, store, action: np.ndarray, action_weights: np.ndarray) -> SearchOutput:
-    batch_size, num_actions = action_weights.shape
-    root_value = np.empty(batch_size, np.float32)
-    visit_counts = np.empty((batch_size, num_actions), np.int32)
-    qvalues = np.empty((batch_size, num_actions), np.float32)
-    kernels.root_summary(tree, root_value, visit_counts, qvalues)
+class _RootSummary(NamedTuple):
+    root_value: np.ndarray  # [B] float32
+    visit_counts: np.ndarray  # [B, A] int32
+    qvalues: np.ndarray  # [B, A] float32
+
+
+def _root_summary(tree) -> _RootSummary:
+    batch_size, _, num_actions = tree.children_legal.shape
+    summary = _RootSummary(
+        np.empty(batch_size, np.float32),
+        np.empty((batch_size, num_actions), np.int32),
+        np.empty((batch_size, num_actions), np.float32),
+    )
+    kernels.root_summary(tree, *summary)
+    return summary
+
+
+def _search_output(
+    tree, store, action: np.ndarray, action_weights: np.ndarray, summary: _RootSummary
+) -> SearchOutput:
     return SearchOutput(
         action=action,
         action_weights=action_weights,
-        root_value=root_value,
-        visit_counts=visit_counts,
-        qvalues=qvalues,
+        root_value=summary.root_value,
+        visit_counts=summary.visit_counts,
+        qvalues=summary.qvalues,
         tree=tree,
         embeddings=store.storage,
     )
