@@ -68,6 +68,9 @@ class AlgoConfig:
     target_update_every: int = 200  # gradient steps
     reanalyze_value: bool = True  # n-step bootstrap values from the target network
     reanalyze_policy: float = 0.0  # fraction of samples whose policy targets are re-searched
+    # AlphaZero: value target = (1 - w) * game outcome + w * the search's Q of the move played;
+    # 0 = the outcome only (the paper). Mixing in the search value lowers the target's variance.
+    search_value_weight: float = 0.0
     segment_length: int = 0  # long episodes enter replay in blocks (EfficientZero: 400)
     # [fraction of trainer.max_steps, visit-count temperature] pairs (MuZero's schedule)
     temperature_schedule: list[list[float]] = field(

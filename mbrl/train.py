@@ -140,6 +140,11 @@ def validate(cfg: TrainConfig) -> None:
             raise ValueError(
                 f"trainer.{key} must be >= 0 (0 = no limit), got {getattr(cfg.trainer, key)}"
             )
+    if not 0.0 <= cfg.algo.search_value_weight <= 1.0:
+        raise ValueError(
+            "algo.search_value_weight must be in [0, 1] (0 = the game outcome only), got "
+            f"{cfg.algo.search_value_weight}"
+        )
     if cfg.game.kind == "text":
         return
     expected = "gumbel" if cfg.algo.name in GUMBEL_ALGORITHMS else "puct"
@@ -211,6 +216,7 @@ def build_alphazero(cfg: TrainConfig, run_dir: Path):
         replay,
         seed=cfg.seed,
         symmetries=symmetries(cfg, game),
+        search_value_weight=cfg.algo.search_value_weight,
     )
     evaluation = EvaluationCallback(game, settings, **_board_eval_args(cfg, run_dir))
     return system, data, evaluation

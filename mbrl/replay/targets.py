@@ -20,6 +20,7 @@ class Trajectory(NamedTuple):
     legal: np.ndarray  # [T, A] bool
     policy: np.ndarray  # [T, A] float32, the search's policy target
     root_value: np.ndarray  # [T] float32, the search's value of each position
+    move_value: np.ndarray  # [T] float32, the search's Q of the move played (see the actor)
     to_play: np.ndarray  # [T] int64
     actions: np.ndarray  # [T] int64, the moves played
     returns: np.ndarray  # [2] float32, final utility per player (zeros if truncated)
@@ -36,11 +37,18 @@ def alphazero_fields(obs_shape: tuple[int, ...], num_actions: int) -> dict:
     }
 
 
-def alphazero_positions(trajectory: Trajectory) -> dict[str, np.ndarray]:
-    """``Trajectory -> {obs, legal, policy, value}``, value = outcome for the player to move."""
+def alphazero_positions(
+    trajectory: Trajectory, search_value_weight: float = 0.0
+) -> dict[str, np.ndarray]:
+    """``Trajectory -> {obs, legal, policy, value}``. The value is the outcome for the player
+    to move, mixed with weight ``search_value_weight`` with the search's value of the move that
+    was played (also for the player to move): one game's outcome is a noisy sample, the search
+    value a biased but steadier estimate of the same game's continuation."""
+    outcome = trajectory.returns[trajectory.to_play]
+    value = (1.0 - search_value_weight) * outcome + search_value_weight * trajectory.move_value
     return {
         "obs": trajectory.obs,
         "legal": trajectory.legal,
         "policy": trajectory.policy,
-        "value": trajectory.returns[trajectory.to_play].astype(np.float32),
+        "value": value.astype(np.float32),
     }

@@ -25,7 +25,16 @@ from mbrl.replay.targets import Trajectory
 from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.planner import SearchSettings, opening_rng, plan, root_keys
 
-_FIELDS = ("obs", "legal", "policy", "root_value", "to_play", "actions")
+_FIELDS = ("obs", "legal", "policy", "root_value", "move_value", "to_play", "actions")
+
+
+def played_move_values(output, actions: np.ndarray) -> np.ndarray:
+    """``[B]`` the search's Q of each root's played move, from the mover's perspective; the root
+    value where that move was never visited. Unlike the root value it does not average in the
+    moves sequential halving tried and dropped (a Gumbel root with a win in one values it ~0.3)."""
+    rows = np.arange(len(actions))
+    visited = output.visit_counts[rows, actions] > 0
+    return np.where(visited, output.qvalues[rows, actions], output.root_value).astype(np.float32)
 
 
 class SelfPlayActor:
@@ -101,6 +110,7 @@ class SelfPlayActor:
         self.search_seconds += time.perf_counter() - start
         self.simulations += self.num_games * self.settings.num_simulations
         actions = self._choose(output, moves)
+        move_values = played_move_values(output, actions)
         finished = []
         made = 0
         for slot, action in enumerate(actions.tolist()):
@@ -116,6 +126,7 @@ class SelfPlayActor:
             record["legal"].append(legal[slot])
             record["policy"].append(output.action_weights[slot])
             record["root_value"].append(output.root_value[slot])
+            record["move_value"].append(move_values[slot])
             record["to_play"].append(state.current_player())
             record["actions"].append(action)
             transition = self.game.apply(state, action)
@@ -169,6 +180,7 @@ class SelfPlayActor:
             legal=np.stack(record["legal"]),
             policy=np.stack(record["policy"]).astype(np.float32),
             root_value=np.asarray(record["root_value"], np.float32),
+            move_value=np.asarray(record["move_value"], np.float32),
             to_play=np.asarray(record["to_play"], np.int64),
             actions=np.asarray(record["actions"], np.int64),
             returns=returns,
@@ -214,6 +226,8 @@ class SelfPlayActor:
                 name: list(values.numpy()) if len(history) else []
                 for name, values in state["partial"][slot].items()
             }
+            # Checkpoints written before `move_value` was recorded: the root value stands in.
+            self.partial[slot].setdefault("move_value", list(self.partial[slot]["root_value"]))
         self.moves_played = int(state["moves_played"])
         self.games_finished = int(state["games_finished"])
         self.simulations = int(state["simulations"])

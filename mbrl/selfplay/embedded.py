@@ -180,10 +180,12 @@ class SelfPlayDataModule(EmbeddedLoop):
         *,
         seed: int,
         symmetries: BoardSymmetries | None = None,
+        search_value_weight: float = 0.0,
     ):
         super().__init__(learner_network, loop, seed=seed)
         self.game, self.search, self.replay = game, search, replay
         self.symmetries = symmetries  # None: samples as played
+        self.search_value_weight = search_value_weight  # see alphazero_positions
         if set(replay.data) != set(alphazero_fields(game.obs_shape, game.num_actions)):
             raise ValueError(f"replay fields {sorted(replay.data)} do not fit AlphaZero targets")
         self.model = GameModel(game, self.actor_network)
@@ -220,7 +222,7 @@ class SelfPlayDataModule(EmbeddedLoop):
     def collect(self) -> None:
         """One move in every game; finished games go to replay."""
         for trajectory in self.actor.step():
-            self.replay.add(alphazero_positions(trajectory))
+            self.replay.add(alphazero_positions(trajectory, self.search_value_weight))
             first = trajectory.returns[0]
             self.outcomes[0 if first > 0 else 1 if first == 0 else 2] += 1
             self.game_lengths.append(len(trajectory.actions))

@@ -8,7 +8,7 @@ from games import BoardGame
 from mbrl.agent import SearchAgent
 from mbrl.networks import AlphaZeroNet
 from mbrl.replay.targets import alphazero_positions
-from mbrl.selfplay.actor import SelfPlayActor
+from mbrl.selfplay.actor import SelfPlayActor, played_move_values
 from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.planner import SearchSettings, plan
 
@@ -57,6 +57,30 @@ def test_trajectories_hold_legal_policies_and_outcomes_for_the_player_to_move():
             values = alphazero_positions(trajectory)["value"]
             assert np.array_equal(values, trajectory.returns[trajectory.to_play])
             assert trajectory.to_play.tolist() == [t % 2 for t in range(len(trajectory.actions))]
+
+
+def test_the_search_value_target_is_for_the_player_to_move_and_mixes_linearly():
+    winning, losing = GAME.new_state(), GAME.new_state()
+    for move in (0, 3, 1, 4):  # x to move, wins at 2
+        winning.apply_action(move)
+    for move in (0, 4, 1, 8, 3):  # o to move, x threatens 2 and 6
+        losing.apply_action(move)
+    for policy in ("puct", "gumbel"):
+        settings = SearchSettings(policy=policy, num_simulations=64)
+        output = plan(GameModel(GAME, network()), [winning, losing], settings, deterministic=True)
+        values = played_move_values(output, output.action.astype(np.int64))
+        # Same sign as the outcome of the player to move; the win is worth its full value.
+        assert values[0] > 0.95 and values[1] < -0.5, values
+    finished = []
+    selfplay = actor("gumbel")
+    while not finished:
+        finished += selfplay.step()
+    trajectory = finished[0]
+    outcome = trajectory.returns[trajectory.to_play]
+    mixed = alphazero_positions(trajectory, search_value_weight=0.25)["value"]
+    assert np.allclose(mixed, 0.75 * outcome + 0.25 * trajectory.move_value, atol=1e-6)
+    searched = alphazero_positions(trajectory, search_value_weight=1.0)["value"]
+    assert np.array_equal(searched, trajectory.move_value)
 
 
 def test_same_seed_same_games_and_a_restored_actor_continues_them():

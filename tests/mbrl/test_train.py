@@ -102,6 +102,11 @@ def test_a_negative_time_limit_is_refused(tiny_config, tmp_path):
         train(tiny_config(f"run_dir={tmp_path}", "trainer.max_train_minutes=-1"))
 
 
+def test_a_search_value_weight_outside_zero_to_one_is_refused(tiny_config, tmp_path):
+    with pytest.raises(ValueError, match=r"algo.search_value_weight must be in \[0, 1\].*1.5"):
+        train(tiny_config(f"run_dir={tmp_path}", "algo.search_value_weight=1.5"))
+
+
 def test_overwrite_starts_afresh(tiny_config, tmp_path):
     train(tiny_config(f"run_dir={tmp_path}", "trainer.max_steps=4"))
     summary = train(
