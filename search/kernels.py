@@ -50,6 +50,7 @@ BAD_DISCOUNT = 3
 BAD_LOGITS = 4
 NO_LEGAL_ACTION = 5
 NO_FINITE_LOGIT = 6
+BAD_ROOT_STATE = 7  # a TabularModel root state id out of range
 
 # Reassociation lets LLVM vectorise the per-node sums and min/max over actions; it changes
 # results by float32 rounding only. No nnan/ninf: the kernels check model outputs for NaN.
@@ -128,6 +129,67 @@ class Pending(NamedTuple):
     depth: np.ndarray
     is_reset: np.ndarray
     status: np.ndarray
+
+
+class Roots(NamedTuple):
+    """The roots as the kernels take them (`init_root`). Build it with `make_roots`.
+
+    prior_logits: ``[B, A]`` float32; value: ``[B]`` float32; legal: ``[B, A]`` bool.
+    noise: ``[B, A]`` float64 Dirichlet noise (``[0, 0]`` when ``noise_fraction`` is 0).
+    noise_fraction: float; max_considered: int, Gumbel's m (0 for PUCT).
+    num_considered: ``[B]`` int32, written by `init_root`: ``min(legal actions, m)``.
+    """
+
+    prior_logits: np.ndarray
+    value: np.ndarray
+    legal: np.ndarray
+    noise: np.ndarray
+    noise_fraction: float
+    max_considered: int
+    num_considered: np.ndarray
+
+
+_NO_NOISE = np.zeros((0, 0), np.float64)
+
+
+def make_roots(prior_logits, value, legal, noise, noise_fraction, max_considered) -> Roots:
+    """A `Roots` record of fixed field types from validated arrays (``noise`` may be None)."""
+    noise = _NO_NOISE if noise is None else np.ascontiguousarray(noise, np.float64)
+    return Roots(
+        prior_logits,
+        value,
+        legal,
+        noise,
+        float(noise_fraction),
+        int(max_considered),
+        np.empty(value.shape[0], np.int32),
+    )
+
+
+class RootResults(NamedTuple):
+    """What a search reports about its roots (`root_result`).
+
+    root_value: ``[B]`` float32; visit_counts: ``[B, A]`` int32; qvalues: ``[B, A]`` float32.
+    completed_qvalues: ``[B, A]`` float64, Gumbel's ``sigma(completed Q)`` (``[0, 0]`` for PUCT).
+    action: ``[B]`` int32, Gumbel's final choice (``[0]`` for PUCT).
+    """
+
+    root_value: np.ndarray
+    visit_counts: np.ndarray
+    qvalues: np.ndarray
+    completed_qvalues: np.ndarray
+    action: np.ndarray
+
+
+def allocate_root_results(batch_size: int, num_actions: int, gumbel: bool) -> RootResults:
+    rows = batch_size if gumbel else 0
+    return RootResults(
+        np.empty(batch_size, np.float32),
+        np.empty((batch_size, num_actions), np.int32),
+        np.empty((batch_size, num_actions), np.float32),
+        np.empty((rows, num_actions if gumbel else 0), np.float64),
+        np.empty(rows, np.int32),
+    )
 
 
 def allocate_pending(status: np.ndarray) -> Pending:
@@ -235,42 +297,59 @@ def _clear_slot(tree, b, node):
 # ----------------------------------------------------------------------------- roots
 
 
-@numba.njit(cache=True)
-def init_roots(tree, prior_logits, value, legal, noise, noise_fraction, status):
-    """Writes node 0 of every tree. With ``noise_fraction > 0`` the prior becomes
-    ``log((1 - f) * softmax(logits) + f * noise)`` (AlphaZero's Dirichlet exploration, as
-    mctx mixes it: over all actions, before masking)."""
+@numba.njit(cache=True, inline="always")
+def init_root(tree, b, roots, mixed):
+    """Writes node 0 of tree ``b`` and ``roots.num_considered[b]``; returns a status code
+    (`BAD_LOGITS` for any non-finite root logit, `BAD_VALUE`, `NO_LEGAL_ACTION`). With
+    ``noise_fraction > 0`` the prior becomes ``log((1 - f) * softmax(logits) + f * noise)``
+    (AlphaZero's Dirichlet exploration, as mctx mixes it: over all actions, before masking).
+    ``mixed`` is a float64 ``[A]`` work row. Not fastmath: the roundings are the policy's."""
+    prior_logits, value, legal = roots.prior_logits, roots.value, roots.legal
     num_actions = prior_logits.shape[1]
-    mixed = np.empty(num_actions, np.float64)
-    for b in range(prior_logits.shape[0]):
+    num_legal = 0
+    for a in range(num_actions):
+        mixed[a] = prior_logits[b, a]
+        if not np.isfinite(mixed[a]):
+            return BAD_LOGITS
+        num_legal += legal[b, a]
+    if not np.isfinite(value[b]):
+        return BAD_VALUE
+    roots.num_considered[b] = min(num_legal, roots.max_considered)
+    noise_fraction = roots.noise_fraction
+    if noise_fraction > 0.0:
+        max_logit = mixed.max()
+        normaliser = 0.0
         for a in range(num_actions):
-            mixed[a] = prior_logits[b, a]
-        if noise_fraction > 0.0:
-            max_logit = mixed.max()
-            normaliser = 0.0
-            for a in range(num_actions):
-                mixed[a] = np.exp(mixed[a] - max_logit)
-                normaliser += mixed[a]
-            for a in range(num_actions):
-                probability = (1.0 - noise_fraction) * mixed[
-                    a
-                ] / normaliser + noise_fraction * noise[b, a]
-                mixed[a] = np.log(max(probability, _FLOAT32_TINY))
-        status[b] = _write_policy_row(
-            tree.children_stats, tree.children_legal, b, ROOT_INDEX, mixed, legal[b]
-        )
-        tree.prior_probs_ready[b, ROOT_INDEX] = False  # the first descent fills them
-        _clear_children(tree.children_stats, tree.children_counts, b, ROOT_INDEX)
-        tree.node_visits[b, ROOT_INDEX] = 1
-        tree.raw_values[b, ROOT_INDEX] = value[b]
-        tree.node_values[b, ROOT_INDEX] = value[b]
-        tree.parents[b, ROOT_INDEX] = NO_PARENT
-        tree.action_from_parent[b, ROOT_INDEX] = NO_PARENT
-        tree.node_depth[b, ROOT_INDEX] = 0
-        tree.value_prefix[b, ROOT_INDEX] = 0.0
-        tree.is_reset[b, ROOT_INDEX] = True
-        tree.tree_min_max[b, 0] = np.inf
-        tree.tree_min_max[b, 1] = -np.inf
+            mixed[a] = np.exp(mixed[a] - max_logit)
+            normaliser += mixed[a]
+        for a in range(num_actions):
+            probability = (1.0 - noise_fraction) * mixed[a] / normaliser + noise_fraction * (
+                roots.noise[b, a]
+            )
+            mixed[a] = np.log(max(probability, _FLOAT32_TINY))
+    status = _write_policy_row(
+        tree.children_stats, tree.children_legal, b, ROOT_INDEX, mixed, legal[b]
+    )
+    tree.prior_probs_ready[b, ROOT_INDEX] = False  # the first descent fills them
+    _clear_children(tree.children_stats, tree.children_counts, b, ROOT_INDEX)
+    tree.node_visits[b, ROOT_INDEX] = 1
+    tree.raw_values[b, ROOT_INDEX] = value[b]
+    tree.node_values[b, ROOT_INDEX] = value[b]
+    tree.parents[b, ROOT_INDEX] = NO_PARENT
+    tree.action_from_parent[b, ROOT_INDEX] = NO_PARENT
+    tree.node_depth[b, ROOT_INDEX] = 0
+    tree.value_prefix[b, ROOT_INDEX] = 0.0
+    tree.is_reset[b, ROOT_INDEX] = True
+    tree.tree_min_max[b, 0] = np.inf
+    tree.tree_min_max[b, 1] = -np.inf
+    return status
+
+
+@numba.njit(cache=True)
+def init_roots(tree, roots, scratch, status):
+    """`init_root` for every root (``scratch`` ``[B, A]`` float64 work rows)."""
+    for b in range(status.shape[0]):
+        status[b] = init_root(tree, b, roots, scratch[b])
 
 
 # ----------------------------------------------------------------------------- select
@@ -547,48 +626,50 @@ def expand_and_backup_parallel(tree, params, sim, pending, reward, discount, log
 # ----------------------------------------------------------------------------- outputs
 
 
-@numba.njit(cache=True)
-def gumbel_root_outputs(tree, params, completed_qvalues, action):
-    """Gumbel MuZero's final choice: among the most visited root actions, the one with the
-    largest ``gumbel + logits + sigma(completed Q)``; also returns ``sigma(completed Q)``."""
-    counts = tree.children_counts
-    for b in range(action.shape[0]):
-        transformed_qvalues(
-            tree.children_stats,
-            counts,
-            b,
-            ROOT_INDEX,
-            np.float64(tree.node_values[b, ROOT_INDEX]),
-            np.float64(tree.raw_values[b, ROOT_INDEX]),
-            params,
-            0.0,
-            tree.tree_min_max,
-            completed_qvalues[b],
-        )
-        most_visits = 0
-        for a in range(completed_qvalues.shape[1]):
-            most_visits = max(most_visits, counts[b, ROOT_INDEX, VISITS, a])
-        action[b] = considered_argmax(
-            counts,
-            tree.children_stats,
-            tree.children_legal,
-            tree.root_gumbel,
-            b,
-            most_visits,
-            completed_qvalues[b],
-        )
-
-
-@numba.njit(cache=True)
-def root_summary(tree, root_value, visit_counts, qvalues):
-    """mctx's root summary: value ``[B]``, visit counts ``[B, A]`` and Q values ``[B, A]``
-    (``r + discount * v`` in float64, 0 where unvisited). No fastmath: the same roundings as
-    numpy's ``(r + d * v).astype(float32)``."""
+@numba.njit(cache=True, inline="always")
+def root_result(tree, b, params, results):
+    """mctx's root summary of tree ``b``: value, visit counts and Q values (``r + discount *
+    v`` in float64, 0 where unvisited); for Gumbel also ``sigma(completed Q)`` and the final
+    choice: among the most visited root actions, the largest ``gumbel + logits + sigma``.
+    Not fastmath: the same roundings as numpy's ``(r + d * v).astype(float32)``."""
     stats, counts = tree.children_stats, tree.children_counts
-    for b in range(root_value.shape[0]):
-        root_value[b] = tree.node_values[b, ROOT_INDEX]
-        for a in range(qvalues.shape[1]):
-            visit_counts[b, a] = counts[b, ROOT_INDEX, VISITS, a]
-            qvalues[b, a] = np.float64(stats[b, ROOT_INDEX, REWARDS, a]) + np.float64(
-                stats[b, ROOT_INDEX, DISCOUNTS, a]
-            ) * np.float64(stats[b, ROOT_INDEX, VALUES, a])
+    results.root_value[b] = tree.node_values[b, ROOT_INDEX]
+    for a in range(results.qvalues.shape[1]):
+        results.visit_counts[b, a] = counts[b, ROOT_INDEX, VISITS, a]
+        results.qvalues[b, a] = np.float64(stats[b, ROOT_INDEX, REWARDS, a]) + np.float64(
+            stats[b, ROOT_INDEX, DISCOUNTS, a]
+        ) * np.float64(stats[b, ROOT_INDEX, VALUES, a])
+    if params.policy != POLICY_GUMBEL:
+        return
+    completed_qvalues = results.completed_qvalues[b]
+    transformed_qvalues(
+        stats,
+        counts,
+        b,
+        ROOT_INDEX,
+        np.float64(tree.node_values[b, ROOT_INDEX]),
+        np.float64(tree.raw_values[b, ROOT_INDEX]),
+        params,
+        0.0,
+        tree.tree_min_max,
+        completed_qvalues,
+    )
+    most_visits = 0
+    for a in range(completed_qvalues.shape[0]):
+        most_visits = max(most_visits, counts[b, ROOT_INDEX, VISITS, a])
+    results.action[b] = considered_argmax(
+        counts,
+        stats,
+        tree.children_legal,
+        tree.root_gumbel,
+        b,
+        most_visits,
+        completed_qvalues,
+    )
+
+
+@numba.njit(cache=True)
+def root_results(tree, params, results):
+    """`root_result` for every root."""
+    for b in range(results.root_value.shape[0]):
+        root_result(tree, b, params, results)

@@ -14,7 +14,7 @@ hyperparameters with the papers' defaults. Differences from mctx, all deliberate
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -118,19 +118,15 @@ def muzero_policy(
         max_depth=_max_depth(max_depth, num_simulations),
         value_prefix_horizon=_horizon(value_prefix_horizon),
     )
-    tree, store = run_search(
-        prior_logits=prior_logits,
-        value=value,
+    roots = kernels.make_roots(prior_logits, value, legal_mask, noise, dirichlet_fraction, 0)
+    tree, store, results = run_search(
+        roots=roots,
         embedding=root.embedding,
-        legal_mask=legal_mask,
         recurrent_fn=recurrent_fn,
         num_simulations=num_simulations,
         params=params,
-        root_noise=noise,
-        noise_fraction=dirichlet_fraction,
     )
-    summary = _root_summary(tree)
-    visit_counts = summary.visit_counts
+    visit_counts = results.visit_counts
     action_weights = (visit_counts / visit_counts.sum(axis=1, keepdims=True)).astype(np.float32)
     if deterministic or temperature == 0:
         action = np.argmax(visit_counts, axis=1).astype(np.int32)
@@ -145,7 +141,7 @@ def muzero_policy(
             temperature, _FLOAT32_TINY
         )
         action = np.argmax(np.where(legal_mask, scores, -np.inf), axis=1).astype(np.int32)
-    return _search_output(tree, store, action, action_weights, summary)
+    return _search_output(tree, store, action, action_weights, results)
 
 
 def gumbel_muzero_policy(
@@ -198,59 +194,39 @@ def gumbel_muzero_policy(
         max_depth=_max_depth(max_depth, num_simulations),
         value_prefix_horizon=_horizon(value_prefix_horizon),
     )
-    tree, store = run_search(
-        prior_logits=prior_logits,
-        value=value,
+    roots = kernels.make_roots(
+        prior_logits, value, legal_mask, None, 0.0, max_num_considered_actions
+    )
+    tree, store, results = run_search(
+        roots=roots,
         embedding=root.embedding,
-        legal_mask=legal_mask,
         recurrent_fn=recurrent_fn,
         num_simulations=num_simulations,
         params=params,
         root_gumbel=root_gumbel,
-        max_num_considered_actions=max_num_considered_actions,
     )
-    completed_qvalues = np.empty((batch_size, num_actions), np.float64)
-    action = np.empty(batch_size, np.int32)
-    kernels.gumbel_root_outputs(tree, params, completed_qvalues, action)
     # In numpy (in place), not in the kernel: a kernel's sums and exps round differently in the
     # last bit, and that one bit in the policy targets is enough to change a training run's
     # trajectory.
-    weights = completed_qvalues
+    weights = results.completed_qvalues  # sigma(completed Q), overwritten
     weights += tree.children_prior_logits[:, ROOT_INDEX]
     np.copyto(weights, -np.inf, where=~legal_mask)
     weights -= weights.max(axis=1, keepdims=True)
     np.exp(weights, out=weights)
     weights /= weights.sum(axis=1, keepdims=True)
     action_weights = weights.astype(np.float32)
-    return _search_output(tree, store, action, action_weights, _root_summary(tree))
-
-
-class _RootSummary(NamedTuple):
-    root_value: np.ndarray  # [B] float32
-    visit_counts: np.ndarray  # [B, A] int32
-    qvalues: np.ndarray  # [B, A] float32
-
-
-def _root_summary(tree) -> _RootSummary:
-    batch_size, _, num_actions = tree.children_legal.shape
-    summary = _RootSummary(
-        np.empty(batch_size, np.float32),
-        np.empty((batch_size, num_actions), np.int32),
-        np.empty((batch_size, num_actions), np.float32),
-    )
-    kernels.root_summary(tree, *summary)
-    return summary
+    return _search_output(tree, store, results.action, action_weights, results)
 
 
 def _search_output(
-    tree, store, action: np.ndarray, action_weights: np.ndarray, summary: _RootSummary
+    tree, store, action: np.ndarray, action_weights: np.ndarray, results: kernels.RootResults
 ) -> SearchOutput:
     return SearchOutput(
         action=action,
         action_weights=action_weights,
-        root_value=summary.root_value,
-        visit_counts=summary.visit_counts,
-        qvalues=summary.qvalues,
+        root_value=results.root_value,
+        visit_counts=results.visit_counts,
+        qvalues=results.qvalues,
         tree=tree,
         embeddings=store.storage,
     )
@@ -269,12 +245,14 @@ def _validate_root(root: RootOutput, legal_mask: Any):
             f"root.prior_logits must have shape [B, A] with B, A >= 1; got {tuple(logits_shape)}"
         )
     batch_size, num_actions = (int(n) for n in logits_shape)
-    prior_logits = float_array(root.prior_logits, "root.prior_logits", (batch_size, num_actions))
-    value = float_array(root.value, "root.value", (batch_size,))
+    # Shapes and dtypes here; values (finite, a legal action per row) in `kernels.init_root`.
+    shape = (batch_size, num_actions)
+    prior_logits = float_array(root.prior_logits, "root.prior_logits", shape, check_finite=False)
+    value = float_array(root.value, "root.value", (batch_size,), check_finite=False)
     if legal_mask is None:
-        legal_mask = np.ones((batch_size, num_actions), np.bool_)
+        legal_mask = np.ones(shape, np.bool_)
     else:
-        legal_mask = legal_mask_array(legal_mask, "legal_mask", (batch_size, num_actions))
+        legal_mask = legal_mask_array(legal_mask, "legal_mask", shape, check_rows=False)
     return prior_logits, value, legal_mask, batch_size, num_actions
 
 

@@ -17,7 +17,8 @@ from search.records import StepOutput
 from search.seq_halving import considered_visit_table
 from search.tabular import (
     TabularModel,
-    root_states,
+    raise_bad_root_state,
+    root_state_ids,
     search_tabular_parallel,
     search_tabular_serial,
 )
@@ -42,40 +43,35 @@ _STATUS_MESSAGES = {
 
 def run_search(
     *,
-    prior_logits: np.ndarray,
-    value: np.ndarray,
+    roots: kernels.Roots,
     embedding: Any,
-    legal_mask: np.ndarray,
     recurrent_fn: Callable,
     num_simulations: int,
     params: kernels.KernelParams,
-    root_noise: np.ndarray | None = None,
-    noise_fraction: float = 0.0,
     root_gumbel: np.ndarray | None = None,
-    max_num_considered_actions: int = 0,
-) -> tuple[Tree, Any]:
-    """Builds B trees of ``num_simulations`` simulations; returns ``(tree, embedding_store)``.
+) -> tuple[Tree, Any, kernels.RootResults]:
+    """Builds B trees of ``num_simulations`` simulations; returns ``(tree, embedding_store,
+    root results)``.
 
-    Inputs are validated numpy arrays: ``prior_logits`` ``[B, A]`` float32, ``value`` ``[B]``,
-    ``legal_mask`` ``[B, A]`` bool, ``root_noise`` ``[B, A]`` (Dirichlet), ``root_gumbel``
-    ``[B, A]`` float32 (kept by the tree, not copied).
+    ``roots`` holds shape- and dtype-checked arrays (`kernels.make_roots`); the kernels check
+    their values, and a refused root gets the error message of `raise_bad_roots`.
+    ``root_gumbel`` ``[B, A]`` float32 is kept by the tree, not copied.
     """
-    batch_size, num_actions = prior_logits.shape
+    batch_size, num_actions = roots.prior_logits.shape
     tree = allocate_tree(batch_size, num_simulations, num_actions, root_gumbel)
-    status = np.zeros(batch_size, np.int32)
-    if root_noise is None:
-        root_noise = np.zeros((batch_size, num_actions), np.float32)
-    kernels.init_roots(tree, prior_logits, value, legal_mask, root_noise, noise_fraction, status)
-    table = considered_visit_table(max(max_num_considered_actions, 1), num_simulations)
-    num_considered = np.count_nonzero(legal_mask, axis=1).astype(np.int32)
-    np.minimum(num_considered, max_num_considered_actions, out=num_considered)
+    status = np.empty(batch_size, np.int32)
     scratch = np.empty((batch_size, num_actions), np.float64)
+    table = considered_visit_table(max(roots.max_considered, 1), num_simulations)
+    results = kernels.allocate_root_results(
+        batch_size, num_actions, params.policy == kernels.POLICY_GUMBEL
+    )
     if isinstance(recurrent_fn, TabularModel):
-        states = _run_tabular(
-            tree, params, table, num_considered, recurrent_fn, embedding, scratch, status
-        )
-        return tree, TabularEmbeddings(states)
+        states = _run_tabular(tree, params, table, roots, recurrent_fn, embedding, scratch, results)
+        return tree, TabularEmbeddings(states), results
 
+    call(kernels.init_roots, tree, roots, scratch, status)
+    if status.any():
+        raise_bad_roots(roots)
     store = make_embedding_store(embedding, num_simulations)
     if store.batch_size != batch_size:
         raise ValueError(
@@ -88,6 +84,7 @@ def run_search(
     else:
         simulate, expand_and_backup = kernels.simulate_serial, kernels.expand_and_backup_serial
     value_prefix = params.value_prefix_horizon > 0
+    num_considered = roots.num_considered
 
     simulate = _entry_point(simulate, tree, params, 0, table, num_considered, pending, scratch)
     for sim in range(num_simulations):
@@ -107,7 +104,19 @@ def run_search(
             )
         if expand_and_backup(tree, params, sim, pending, *step_arrays):  # count of refused roots
             _raise_bad_step(pending.status, sim)
-    return tree, store
+    call(kernels.root_results, tree, params, results)
+    return tree, store, results
+
+
+def raise_bad_roots(roots: kernels.Roots, model=None, root_ids=None) -> None:
+    """A kernel refused a root; the numpy checks name the rows and the accepted values."""
+    batch_size, num_actions = roots.prior_logits.shape
+    float_array(roots.prior_logits, "root.prior_logits", (batch_size, num_actions))
+    float_array(roots.value, "root.value", (batch_size,))
+    legal_mask_array(roots.legal, "legal_mask", (batch_size, num_actions))
+    if model is not None:
+        raise_bad_root_state(root_ids, model)
+    raise AssertionError("a kernel refused a root that passes every check")  # a bug
 
 
 class TabularEmbeddings(NamedTuple):
@@ -116,10 +125,9 @@ class TabularEmbeddings(NamedTuple):
     storage: np.ndarray
 
 
-def _run_tabular(
-    tree, params, table, num_considered, model, embedding, scratch, status
-) -> np.ndarray:
-    """The whole search inside one kernel call; returns the state id of every node."""
+def _run_tabular(tree, params, table, roots, model, embedding, scratch, results) -> np.ndarray:
+    """The whole search, roots and results included, inside one kernel call; returns the
+    state id of every node."""
     batch_size, num_nodes = tree.node_visits.shape
     if params.value_prefix_horizon > 0:
         raise ValueError(
@@ -129,12 +137,14 @@ def _run_tabular(
         raise ValueError(
             f"the TabularModel has {model.prior_logits.shape[1]} actions; the root has {tree.children_legal.shape[2]}"
         )
+    root_ids = root_state_ids(embedding, batch_size)
     states = np.zeros((batch_size, num_nodes), np.int32)
-    states[:, 0] = root_states(embedding, model, batch_size)
+    status = np.empty(batch_size, np.int32)
     # One parallel region per search (not per simulation), so threads pay off much earlier.
     parallel = batch_size > 1 and batch_size * (num_nodes - 1) >= PARALLEL_MIN_TABULAR_WORK
     kernel = search_tabular_parallel if parallel else search_tabular_serial
-    kernel(tree, params, table, num_considered, model, states, scratch, status)
+    if call(kernel, tree, params, table, roots, model, root_ids, states, scratch, status, results):
+        raise_bad_roots(roots, model, root_ids)
     if status.any():
         _raise_bad_step(status, None)
     return states
@@ -156,10 +166,22 @@ def _entry_point(kernel, *args):
     return entry
 
 
+def call(kernel, *args):
+    """``kernel(*args)`` through its cached entry point (see `_entry_point`)."""
+    return _entry_point(kernel, *args)(*args)
+
+
+# Records that only this package builds, each always with the same field types: their class
+# is their type key (a field-by-field key costs as much as numba's own dispatch).
+_FIXED_RECORDS = (Tree, kernels.Pending, kernels.KernelParams, kernels.Roots, kernels.RootResults)
+
+
 def _type_key(arg):
     if isinstance(arg, np.ndarray):
         return (arg.dtype.num, arg.ndim, arg.flags.c_contiguous, arg.flags.writeable)
-    if isinstance(arg, tuple):  # Tree, Pending, KernelParams: records of fixed field types
+    if type(arg) in _FIXED_RECORDS:
+        return type(arg)
+    if isinstance(arg, tuple):  # TabularModel: built by the caller, so checked field by field
         return (type(arg), *(_type_key(field) for field in arg))
     return type(arg)
 

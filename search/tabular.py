@@ -61,20 +61,20 @@ def tabular_model(next_state, reward, discount, prior_logits, value, legal=None)
     )
 
 
-def root_states(embedding, model: TabularModel, batch_size: int) -> np.ndarray:
-    """Validated root state ids ``[B]`` int32."""
-    states = np.asarray(embedding)
-    num_states = model.value.shape[0]
+def root_state_ids(embedding, batch_size: int) -> np.ndarray:
+    """Root state ids ``[B]`` int64 (their range is checked in the kernel: `BAD_ROOT_STATE`)."""
+    states = embedding if type(embedding) is np.ndarray else np.asarray(embedding)
     if states.shape != (batch_size,) or not np.issubdtype(states.dtype, np.integer):
         raise ValueError(
             f"with a TabularModel the root embedding must be integer state ids of shape ({batch_size},); "
             f"got {states.dtype} {states.shape}"
         )
-    if states.min() < 0 or states.max() >= num_states:
-        raise ValueError(
-            f"root state ids must be in [0, {num_states}); got {states.min()}..{states.max()}"
-        )
-    return states.astype(np.int32)
+    return np.ascontiguousarray(states, np.int64)  # int64: no id can wrap around unnoticed
+
+
+def raise_bad_root_state(ids: np.ndarray, model: TabularModel) -> None:
+    num_states = model.value.shape[0]
+    raise ValueError(f"root state ids must be in [0, {num_states}); got {ids.min()}..{ids.max()}")
 
 
 # ----------------------------------------------------------------------------- the fused search
@@ -118,21 +118,71 @@ def _search_tabular_root(tree, b, params, considered_table, num_considered, mode
 
 
 @numba.njit(cache=True)
-def search_tabular_serial(
-    tree, params, considered_table, num_considered, model, states, scratch, status
+def _search_one_root(
+    tree, b, params, considered_table, roots, model, root_ids, states, scratch, status, results
 ):
+    """Tree ``b`` from start to finish: the root, every simulation, the root's results. Writes
+    ``status[b]``; returns False when the root itself was refused (`init_root`'s codes)."""
+    status[b] = kernels.OK
+    if not 0 <= root_ids[b] < model.value.shape[0]:
+        status[b] = kernels.BAD_ROOT_STATE
+        return False
+    states[b, 0] = root_ids[b]
+    root_status = kernels.init_root(tree, b, roots, scratch[b])
+    if root_status != kernels.OK:
+        status[b] = root_status
+        return False
+    status[b] = _search_tabular_root(
+        tree, b, params, considered_table, roots.num_considered, model, states, scratch
+    )
+    if status[b] == kernels.OK:
+        kernels.root_result(tree, b, params, results)
+    return True
+
+
+@numba.njit(cache=True)
+def search_tabular_serial(
+    tree, params, considered_table, roots, model, root_ids, states, scratch, status, results
+):
+    """Returns the number of roots refused before their search began (see `status`)."""
+    refused = 0
     for b in range(states.shape[0]):
-        status[b] = _search_tabular_root(
-            tree, b, params, considered_table, num_considered, model, states, scratch
+        searched = _search_one_root(
+            tree,
+            b,
+            params,
+            considered_table,
+            roots,
+            model,
+            root_ids,
+            states,
+            scratch,
+            status,
+            results,
         )
+        refused += 0 if searched else 1
+    return refused
 
 
 @numba.njit(cache=True, parallel=True)
 def search_tabular_parallel(
-    tree, params, considered_table, num_considered, model, states, scratch, status
+    tree, params, considered_table, roots, model, root_ids, states, scratch, status, results
 ):
     # One parallel region per search: roots are independent, so each thread runs whole trees.
+    refused = 0
     for b in numba.prange(states.shape[0]):
-        status[b] = _search_tabular_root(
-            tree, b, params, considered_table, num_considered, model, states, scratch
+        searched = _search_one_root(
+            tree,
+            b,
+            params,
+            considered_table,
+            roots,
+            model,
+            root_ids,
+            states,
+            scratch,
+            status,
+            results,
         )
+        refused += 0 if searched else 1
+    return refused

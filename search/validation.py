@@ -57,17 +57,20 @@ def float_array(
     return array
 
 
-def legal_mask_array(x: Any, name: str, shape: tuple[int, int]) -> np.ndarray:
-    """A ``[B, A]`` bool mask (True = legal) with at least one legal action per row."""
-    mask = to_numpy(x)
+def legal_mask_array(
+    x: Any, name: str, shape: tuple[int, int], *, check_rows: bool = True
+) -> np.ndarray:
+    """A ``[B, A]`` bool mask (True = legal) with at least one legal action per row (unless
+    ``check_rows=False``: the caller's kernel checks)."""
+    mask = x if type(x) is np.ndarray else to_numpy(x)
     if mask.dtype != np.bool_:
         raise TypeError(
             f"{name} must be a bool array (True = legal) of shape {shape}; got dtype {mask.dtype}"
         )
     if mask.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got {mask.shape}")
-    empty_rows = np.nonzero(~mask.any(axis=1))[0]
-    if empty_rows.size:
+    empty_rows = np.nonzero(~mask.any(axis=1))[0] if check_rows else ()
+    if len(empty_rows):
         raise ValueError(
             f"{name}: rows {empty_rows[:10].tolist()} have no legal action; every node needs one"
         )

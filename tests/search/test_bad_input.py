@@ -25,6 +25,24 @@ def policy(request):
     return POLICIES[request.param]
 
 
+def tabular(problem) -> search.TabularModel:
+    return search.tabular_model(
+        problem.next_state,
+        problem.reward,
+        problem.discount,
+        problem.prior_logits,
+        problem.value,
+        problem.legal,
+    )
+
+
+@pytest.fixture(params=["python", "tabular"])
+def model(request, problem):
+    """The same MDP as a Python recurrent function or as a `search.TabularModel` (whose whole
+    search, root checks included, runs in one kernel)."""
+    return table_recurrent_fn(problem) if request.param == "python" else tabular(problem)
+
+
 def run(
     problem,
     policy=search.muzero_policy,
@@ -127,7 +145,7 @@ def test_integer_root_value_is_rejected(problem):
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_non_finite_root_logits_are_rejected(problem, policy, bad):
+def test_non_finite_root_logits_are_rejected(problem, policy, model, bad):
     root = root_output(problem)
     logits = root.prior_logits.copy()
     logits[1, 0] = bad
@@ -137,16 +155,30 @@ def test_non_finite_root_logits_are_rejected(problem, policy, bad):
             "root.prior_logits has NaN or infinite entries (rows [1]); finite values are required"
         ),
     ):
-        run(problem, policy, root=root._replace(prior_logits=logits))
+        run(problem, policy, root=root._replace(prior_logits=logits), recurrent_fn=model)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_non_finite_root_value_is_rejected(problem, policy, bad):
-    root = root_output(problem)
+def test_non_finite_root_value_is_rejected(problem, policy, model, bad):
+    root = root_output(problem)._replace(value=np.array([bad, 0.0], np.float32))
     with pytest.raises(
         ValueError, match=escaped("root.value has NaN or infinite entries (rows [0])")
     ):
-        run(problem, policy, root=root._replace(value=np.array([bad, 0.0], np.float32)))
+        run(problem, policy, root=root, recurrent_fn=model)
+
+
+@pytest.mark.parametrize("ids", [[0, -1], [0, 10**6], [2**32, 0]])
+def test_tabular_root_state_ids_out_of_range_are_rejected(problem, policy, ids):
+    num_states = problem.value.shape[0]
+    root = root_output(problem, embedding=np.array(ids, np.int64))
+    with pytest.raises(ValueError, match=escaped(f"root state ids must be in [0, {num_states})")):
+        run(problem, policy, root=root, recurrent_fn=tabular(problem))
+
+
+def test_tabular_root_state_ids_must_be_integers(problem, policy):
+    root = root_output(problem, embedding=np.zeros(BATCH, np.float32))
+    with pytest.raises(ValueError, match=r"root embedding must be integer state ids"):
+        run(problem, policy, root=root, recurrent_fn=tabular(problem))
 
 
 def test_torch_root_with_nan_is_rejected(problem):
@@ -182,14 +214,14 @@ def test_legal_mask_must_be_bool(problem, policy, dtype):
         run(problem, policy, legal_mask=mask)
 
 
-def test_root_without_a_legal_action(problem, policy):
+def test_root_without_a_legal_action(problem, policy, model):
     mask = root_legal_mask(problem).copy()
     mask[1] = False
     with pytest.raises(
         ValueError,
         match=escaped("legal_mask: rows [1] have no legal action; every node needs one"),
     ):
-        run(problem, policy, legal_mask=mask)
+        run(problem, policy, legal_mask=mask, recurrent_fn=model)
 
 
 def test_interior_legal_mask_with_an_empty_row(problem, policy):
