@@ -66,7 +66,9 @@ def run_search(
         batch_size, num_actions, params.policy == kernels.POLICY_GUMBEL
     )
     if isinstance(recurrent_fn, TabularModel):
-        states = _run_tabular(tree, params, table, roots, recurrent_fn, embedding, scratch, results)
+        states = _run_tabular(
+            tree, params, table, roots, recurrent_fn, embedding, scratch, status, results
+        )
         return tree, TabularEmbeddings(states), results
 
     call(kernels.init_roots, tree, roots, scratch, status)
@@ -125,7 +127,9 @@ class TabularEmbeddings(NamedTuple):
     storage: np.ndarray
 
 
-def _run_tabular(tree, params, table, roots, model, embedding, scratch, results) -> np.ndarray:
+def _run_tabular(
+    tree, params, table, roots, model, embedding, scratch, status, results
+) -> np.ndarray:
     """The whole search, roots and results included, inside one kernel call; returns the
     state id of every node."""
     batch_size, num_nodes = tree.node_visits.shape
@@ -139,7 +143,6 @@ def _run_tabular(tree, params, table, roots, model, embedding, scratch, results)
         )
     root_ids = root_state_ids(embedding, batch_size)
     states = np.zeros((batch_size, num_nodes), np.int32)
-    status = np.empty(batch_size, np.int32)
     # One parallel region per search (not per simulation), so threads pay off much earlier.
     parallel = batch_size > 1 and batch_size * (num_nodes - 1) >= PARALLEL_MIN_TABULAR_WORK
     kernel = search_tabular_parallel if parallel else search_tabular_serial

@@ -122,22 +122,22 @@ def _search_one_root(
     tree, b, params, considered_table, roots, model, root_ids, states, scratch, status, results
 ):
     """Tree ``b`` from start to finish: the root, every simulation, the root's results. Writes
-    ``status[b]``; returns False when the root itself was refused (`init_root`'s codes)."""
+    ``status[b]``; returns 1 when the root itself was refused (`init_root`'s codes), else 0."""
     status[b] = kernels.OK
     if not 0 <= root_ids[b] < model.value.shape[0]:
         status[b] = kernels.BAD_ROOT_STATE
-        return False
+        return 1
     states[b, 0] = root_ids[b]
     root_status = kernels.init_root(tree, b, roots, scratch[b])
     if root_status != kernels.OK:
         status[b] = root_status
-        return False
+        return 1
     status[b] = _search_tabular_root(
         tree, b, params, considered_table, roots.num_considered, model, states, scratch
     )
     if status[b] == kernels.OK:
         kernels.root_result(tree, b, params, results)
-    return True
+    return 0
 
 
 @numba.njit(cache=True)
@@ -147,7 +147,7 @@ def search_tabular_serial(
     """Returns the number of roots refused before their search began (see `status`)."""
     refused = 0
     for b in range(states.shape[0]):
-        searched = _search_one_root(
+        refused += _search_one_root(
             tree,
             b,
             params,
@@ -160,7 +160,6 @@ def search_tabular_serial(
             status,
             results,
         )
-        refused += 0 if searched else 1
     return refused
 
 
@@ -171,7 +170,7 @@ def search_tabular_parallel(
     # One parallel region per search: roots are independent, so each thread runs whole trees.
     refused = 0
     for b in numba.prange(states.shape[0]):
-        searched = _search_one_root(
+        refused += _search_one_root(
             tree,
             b,
             params,
@@ -184,5 +183,4 @@ def search_tabular_parallel(
             status,
             results,
         )
-        refused += 0 if searched else 1
     return refused

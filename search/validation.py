@@ -69,11 +69,12 @@ def legal_mask_array(
         )
     if mask.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got {mask.shape}")
-    empty_rows = np.nonzero(~mask.any(axis=1))[0] if check_rows else ()
-    if len(empty_rows):
-        raise ValueError(
-            f"{name}: rows {empty_rows[:10].tolist()} have no legal action; every node needs one"
-        )
+    if check_rows:
+        empty_rows = np.nonzero(~mask.any(axis=1))[0]
+        if empty_rows.size:
+            raise ValueError(
+                f"{name}: rows {empty_rows[:10].tolist()} have no legal action; every node needs one"
+            )
     mask = np.ascontiguousarray(mask)
     return mask if mask.flags.writeable else mask.copy()
 
