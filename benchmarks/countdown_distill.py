@@ -21,7 +21,7 @@ from benchmarks.countdown_decoding import pretrained
 from benchmarks.learning_runs import compose_train
 from llm_bridge.decoding import decode
 from llm_bridge.tasks.text_tasks import task_from_spec
-from llm_bridge.train_text import _round_items, build_env, train_text
+from llm_bridge.train_text import _round_items, build_env, task_spec, train_text
 
 
 def main() -> None:
@@ -42,7 +42,7 @@ def main() -> None:
     for method in args.methods.split(","):
         extra = []
         if method != "distill" and budget is not None:
-            extra = [f"llm.samples_per_prompt={_matched_samples(env, split, budget, overrides)}"]
+            extra = [f"llm.samples_per_prompt={_matched_samples(env, budget, overrides)}"]
         cfg = compose_train(
             f"experiment=countdown_{method}",
             f"llm.init_from={args.pretrained}",
@@ -71,11 +71,12 @@ def main() -> None:
             )
 
 
-def _matched_samples(env, split, passes: int, overrides: list[str]) -> int:
+def _matched_samples(env, passes: int, overrides: list[str]) -> int:
     """Samples per prompt whose sampling costs about ``passes`` forward passes on round 1's
     prompts (measured with 8 samples, then scaled)."""
     cfg = compose_train("experiment=countdown_sft_verified", *overrides)
-    items = _round_items(split.train, cfg.llm.round_prompts, cfg.seed, 1)
+    split = task_from_spec(task_spec(cfg))  # with any extra training prompts the run adds
+    items = _round_items(split.round_prompts(), cfg.llm.round_prompts, cfg.seed, 1)
     probe = decode(env, [i for i in items for _ in range(8)], "sample", seed=12345)
     return max(1, round(8 * passes / probe.forward_passes))
 

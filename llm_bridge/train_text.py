@@ -52,6 +52,17 @@ def task_spec(cfg: TrainConfig) -> dict:
     }
 
 
+def same_test_task(trained: dict, wanted: dict) -> bool:
+    """Whether a checkpoint trained on task spec ``trained`` may start a run on ``wanted``: the
+    same task, parameters and split, except for verifier-only extra training prompts, which
+    change neither the pre-training data nor the test prompts."""
+
+    def core(spec: dict) -> dict:
+        return {**spec, "params": {k: v for k, v in spec["params"].items() if k != "extra_train"}}
+
+    return core(trained) == core(wanted)
+
+
 def build_env(
     model: TinyLM,
     tokenizer: CharTokenizer,
@@ -149,7 +160,7 @@ def train_text(cfg: TrainConfig) -> dict:
             examples, objective = pretraining, LMObjective()
             stats, steps = {"examples": len(examples)}, llm.pretrain_steps
         else:
-            items = _round_items(split.train, llm.round_prompts, cfg.seed, round_index)
+            items = _round_items(split.round_prompts(), llm.round_prompts, cfg.seed, round_index)
             examples, objective, stats = round_data(cfg, env, items, round_index, model)
             steps = llm.round_steps
             if llm.keep_data and cfg.algo.name != "lm_grpo":  # GRPO stays on-policy
@@ -204,7 +215,7 @@ def _initial_model(cfg: TrainConfig, tokenizer: CharTokenizer, split, last: Path
         return loaded.model, list(state["history"]), state["round"] + 1, list(state["pool"])
     if llm.init_from:
         loaded = load_lm(llm.init_from)
-        if loaded.task != task_spec(cfg):
+        if not same_test_task(loaded.task, task_spec(cfg)):
             raise ValueError(
                 f"llm.init_from={llm.init_from} was trained on task {loaded.task}, not "
                 f"{task_spec(cfg)}"

@@ -78,9 +78,18 @@ class CountdownTask:
 
 
 class TaskSplit(NamedTuple):
+    """``train`` and ``test`` split the task's own prompts; ``extra`` holds verifier-only
+    training prompts (no solver solutions are used for them): searched or sampled in training
+    rounds, never pre-trained on and never evaluated."""
+
     task: Any
     train: list
     test: list
+    extra: tuple | list = ()
+
+    def round_prompts(self) -> list:
+        """The prompts a training round decodes: the training split, then the extra ones."""
+        return [*self.train, *self.extra]
 
 
 def make_task(
@@ -94,9 +103,9 @@ def make_task(
     extra_train: int = 0,
 ) -> TaskSplit:
     """``countdown24``: the 1,362 solvable four-number puzzles, split by multiset; with
-    ``extra_train`` that many four-number puzzles with other targets (10-99) join the training
-    side only (their multisets hashed to it too, so none shares a test puzzle's numbers): more
-    prompts for methods that need only a verifier.
+    ``extra_train``, up to that many four-number puzzles with other targets (10-99) become the
+    split's ``extra`` prompts (only those whose multisets hash to the training side, so none
+    shares a test puzzle's numbers): more prompts for methods that need only a verifier.
     ``countdown_general``: ``count`` puzzles of ``num_numbers`` numbers and targets 10..99."""
     if name == "countdown24":
         puzzles = countdown.countdown24_puzzles()
@@ -107,11 +116,14 @@ def make_task(
     else:
         raise ValueError(f"unknown task {name!r}; choose one of {TASKS}")
     train, test = countdown.split_puzzles(puzzles, test_fraction, seed)
+    extra = []
     if extra_train > 0:
         others = [t for t in range(10, 100) if t != 24]
-        extra = countdown.general_countdown_puzzles(4, targets=others, count=extra_train, seed=seed)
-        train = sorted(train + countdown.split_puzzles(extra, test_fraction, seed)[0])
-    return TaskSplit(CountdownTask(grammar), train, test)
+        generated = countdown.general_countdown_puzzles(
+            4, targets=others, count=extra_train, seed=seed
+        )
+        extra = countdown.split_puzzles(generated, test_fraction, seed)[0]
+    return TaskSplit(CountdownTask(grammar), train, test, extra)
 
 
 def task_from_spec(spec: dict) -> TaskSplit:

@@ -7,12 +7,14 @@ import pytest
 import torch
 from hydra import compose, initialize_config_module
 
+from llm_bridge import train_text as train_text_module
 from llm_bridge.decode_command import DecodeCommandConfig, run_decode
 from llm_bridge.examples import collate, next_token_example
 from llm_bridge.fitting import fit
 from llm_bridge.lm_checkpoint import load_lm
 from llm_bridge.objectives import GRPOObjective, LMObjective
-from llm_bridge.train_text import train_text
+from llm_bridge.tasks.text_tasks import task_from_spec
+from llm_bridge.train_text import round_data, task_spec, train_text
 from mbrl.cli._schema import register, to_train_config
 from mbrl.system import OptimSettings, System
 
@@ -66,6 +68,40 @@ def test_a_rerun_resumes_after_the_last_round_and_decode_reads_the_checkpoint(tm
         assert len(lines) == 5 and result["forward_passes"] > 5
         assert set(json.loads(lines[0])) == {"prompt", "completion", "correct"}
         assert result["actions"] == actions
+
+
+def test_init_from_accepts_extra_training_prompts_but_not_another_split(tmp_path, monkeypatch):
+    pretrain = tmp_path / "pretrain"
+    train_text(composed("experiment=countdown_pretrain", f"run_dir={pretrain}", *TINY))
+    searched = []
+
+    def last_prompts_only(cfg, env, items, round_index, network):  # all of them take minutes
+        searched.extend(items)
+        return round_data(cfg, env, items[-6:], round_index, network)
+
+    monkeypatch.setattr(train_text_module, "round_data", last_prompts_only)
+    extended = composed(
+        "experiment=countdown_distill",
+        f"run_dir={tmp_path / 'distill'}",
+        f"llm.init_from={pretrain}",
+        "+game.params.extra_train=40",
+        *TINY,
+        "llm.round_prompts=0",
+    )
+    summary = train_text(extended)
+    assert [r["round"] for r in summary["rounds"]] == [1]  # from the pre-trained model
+    split = task_from_spec(task_spec(extended))
+    assert searched == split.train + split.extra and len(split.extra) > 20
+    assert {p.target for p in searched[-6:]}.isdisjoint({24})
+    other = composed(
+        "experiment=countdown_distill",
+        f"run_dir={tmp_path / 'other'}",
+        f"llm.init_from={pretrain}",
+        "llm.split_seed=1",
+        *TINY,
+    )
+    with pytest.raises(ValueError, match="was trained on task"):
+        train_text(other)
 
 
 def test_decode_names_an_unknown_method_and_a_missing_checkpoint(tmp_path):
