@@ -170,14 +170,16 @@ class RootResults(NamedTuple):
     """What a search reports about its roots (`root_result`).
 
     root_value: ``[B]`` float32; visit_counts: ``[B, A]`` int32; qvalues: ``[B, A]`` float32.
-    completed_qvalues: ``[B, A]`` float64, Gumbel's ``sigma(completed Q)`` (``[0, 0]`` for PUCT).
+    improved_logits: ``[B, A]`` float64, Gumbel's ``logits + sigma(completed Q)`` shifted to a
+        largest value of 0, ``-inf`` where illegal (``[0, 0]`` for PUCT): the improved policy's
+        logits, ready for its softmax.
     action: ``[B]`` int32, Gumbel's final choice (``[0]`` for PUCT).
     """
 
     root_value: np.ndarray
     visit_counts: np.ndarray
     qvalues: np.ndarray
-    completed_qvalues: np.ndarray
+    improved_logits: np.ndarray
     action: np.ndarray
 
 
@@ -629,9 +631,10 @@ def expand_and_backup_parallel(tree, params, sim, pending, reward, discount, log
 @numba.njit(cache=True, inline="always")
 def root_result(tree, b, params, results):
     """mctx's root summary of tree ``b``: value, visit counts and Q values (``r + discount *
-    v`` in float64, 0 where unvisited); for Gumbel also ``sigma(completed Q)`` and the final
-    choice: among the most visited root actions, the largest ``gumbel + logits + sigma``.
-    Not fastmath: the same roundings as numpy's ``(r + d * v).astype(float32)``."""
+    v`` in float64, 0 where unvisited); for Gumbel also the final choice (among the most visited
+    root actions, the largest ``gumbel + logits + sigma(completed Q)``) and the improved
+    policy's shifted logits. Not fastmath: every rounding here is numpy's, so the outputs equal
+    ``(r + d * v).astype(float32)`` and the improved policy's numpy arithmetic bit for bit."""
     stats, counts = tree.children_stats, tree.children_counts
     results.root_value[b] = tree.node_values[b, ROOT_INDEX]
     for a in range(results.qvalues.shape[1]):
@@ -641,7 +644,7 @@ def root_result(tree, b, params, results):
         ) * np.float64(stats[b, ROOT_INDEX, VALUES, a])
     if params.policy != POLICY_GUMBEL:
         return
-    completed_qvalues = results.completed_qvalues[b]
+    completed_qvalues = results.improved_logits[b]  # sigma(completed Q) first
     transformed_qvalues(
         stats,
         counts,
@@ -666,6 +669,25 @@ def root_result(tree, b, params, results):
         most_visits,
         completed_qvalues,
     )
+    _improved_logits(stats, tree.children_legal, b, completed_qvalues)
+
+
+@numba.njit(cache=True, inline="always")
+def _improved_logits(stats, legal, b, sigma):
+    """Overwrites ``sigma`` ``[A]`` with ``logits + sigma`` (float64 sums, ``-inf`` where
+    illegal) minus its largest entry: additions, a max and subtractions, which round the same
+    in numba as in numpy. The exps and their sum stay in numpy (`gumbel_muzero_policy`): numpy's
+    SIMD exp and pairwise sum round differently in the last bit, and that one bit in the policy
+    targets is enough to change a training run's trajectory."""
+    largest = -np.inf
+    for a in range(sigma.shape[0]):
+        if legal[b, ROOT_INDEX, a]:
+            sigma[a] += np.float64(stats[b, ROOT_INDEX, PRIOR_LOGITS, a])
+            largest = max(largest, sigma[a])
+        else:
+            sigma[a] = -np.inf
+    for a in range(sigma.shape[0]):
+        sigma[a] -= largest
 
 
 @numba.njit(cache=True)

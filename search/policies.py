@@ -27,7 +27,6 @@ from search.qtransforms import (
 )
 from search.records import RootOutput, SearchOutput
 from search.search import run_search
-from search.tree import ROOT_INDEX
 from search.validation import (
     float_array,
     in_range,
@@ -205,14 +204,8 @@ def gumbel_muzero_policy(
         params=params,
         root_gumbel=root_gumbel,
     )
-    # In numpy (in place), not in the kernel: a kernel's sums and exps round differently in the
-    # last bit, and that one bit in the policy targets is enough to change a training run's
-    # trajectory.
-    weights = results.completed_qvalues  # sigma(completed Q), overwritten
-    weights += tree.children_prior_logits[:, ROOT_INDEX]
-    np.copyto(weights, -np.inf, where=~legal_mask)
-    weights -= weights.max(axis=1, keepdims=True)
-    np.exp(weights, out=weights)
+    # The softmax of the kernel's shifted logits, in numpy: see `kernels._improved_logits`.
+    weights = np.exp(results.improved_logits, out=results.improved_logits)
     weights /= weights.sum(axis=1, keepdims=True)
     action_weights = weights.astype(np.float32)
     return _search_output(tree, store, results.action, action_weights, results)

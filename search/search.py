@@ -146,9 +146,12 @@ def _run_tabular(
     # One parallel region per search (not per simulation), so threads pay off much earlier.
     parallel = batch_size > 1 and batch_size * (num_nodes - 1) >= PARALLEL_MIN_TABULAR_WORK
     kernel = search_tabular_parallel if parallel else search_tabular_serial
-    if call(kernel, tree, params, table, roots, model, root_ids, states, scratch, status, results):
+    refused, failed = call(
+        kernel, tree, params, table, roots, model, root_ids, states, scratch, status, results
+    )
+    if refused:
         raise_bad_roots(roots, model, root_ids)
-    if status.any():
+    if failed:
         _raise_bad_step(status, None)
     return states
 
@@ -179,14 +182,39 @@ def call(kernel, *args):
 _FIXED_RECORDS = (Tree, kernels.Pending, kernels.KernelParams, kernels.Roots, kernels.RootResults)
 
 
+# The ndarray flags that numba's array types depend on (layout, alignment, read-only): numpy's
+# NPY_ARRAY_C_CONTIGUOUS | F_CONTIGUOUS | ALIGNED | WRITEABLE.
+_TYPED_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
+
+
 def _type_key(arg):
     if isinstance(arg, np.ndarray):
-        return (arg.dtype.num, arg.ndim, arg.flags.c_contiguous, arg.flags.writeable)
+        return (arg.dtype.num, arg.ndim, arg.flags.num & _TYPED_FLAGS)
     if type(arg) in _FIXED_RECORDS:
         return type(arg)
     if isinstance(arg, tuple):  # TabularModel: built by the caller, so checked field by field
-        return (type(arg), *(_type_key(field) for field in arg))
+        return _caller_record_key(arg)
     return type(arg)
+
+
+# id(record) -> (record, key). Holding the record keeps its id from being reused by another
+# object while the entry lives; a few entries cover the models a program searches with.
+_CALLER_RECORD_KEYS: dict[int, tuple] = {}
+_MAX_CALLER_RECORDS = 8
+
+
+def _caller_record_key(record: tuple):
+    """The key of a caller-built record (a `TabularModel`), computed once per record object:
+    its fields cannot be reassigned, and the kernels only read them (so a flag flipped on a
+    field later cannot make a compiled kernel write where it must not). A few us per search."""
+    entry = _CALLER_RECORD_KEYS.get(id(record))
+    if entry is not None and entry[0] is record:
+        return entry[1]
+    key = (type(record), *(_type_key(field) for field in record))
+    if len(_CALLER_RECORD_KEYS) >= _MAX_CALLER_RECORDS:
+        _CALLER_RECORD_KEYS.clear()
+    _CALLER_RECORD_KEYS[id(record)] = (record, key)
+    return key
 
 
 def _unpack(result: Any) -> tuple[StepOutput, Any]:

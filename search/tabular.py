@@ -117,37 +117,46 @@ def _search_tabular_root(tree, b, params, considered_table, num_considered, mode
     return kernels.OK
 
 
+# What became of one root's search (`_search_one_root`).
+SEARCHED = 0
+ROOT_REFUSED = 1  # the root itself (its state id, logits, value or legal mask)
+STEP_REFUSED = 2  # a model output met during the search
+
+
 @numba.njit(cache=True)
 def _search_one_root(
     tree, b, params, considered_table, roots, model, root_ids, states, scratch, status, results
 ):
     """Tree ``b`` from start to finish: the root, every simulation, the root's results. Writes
-    ``status[b]``; returns 1 when the root itself was refused (`init_root`'s codes), else 0."""
+    ``status[b]`` (a `kernels` code); returns `SEARCHED`, `ROOT_REFUSED` or `STEP_REFUSED`."""
     status[b] = kernels.OK
     if not 0 <= root_ids[b] < model.value.shape[0]:
         status[b] = kernels.BAD_ROOT_STATE
-        return 1
+        return ROOT_REFUSED
     states[b, 0] = root_ids[b]
     root_status = kernels.init_root(tree, b, roots, scratch[b])
     if root_status != kernels.OK:
         status[b] = root_status
-        return 1
+        return ROOT_REFUSED
     status[b] = _search_tabular_root(
         tree, b, params, considered_table, roots.num_considered, model, states, scratch
     )
-    if status[b] == kernels.OK:
-        kernels.root_result(tree, b, params, results)
-    return 0
+    if status[b] != kernels.OK:
+        return STEP_REFUSED
+    kernels.root_result(tree, b, params, results)
+    return SEARCHED
 
 
 @numba.njit(cache=True)
 def search_tabular_serial(
     tree, params, considered_table, roots, model, root_ids, states, scratch, status, results
 ):
-    """Returns the number of roots refused before their search began (see `status`)."""
+    """Returns ``(roots refused, roots whose search met a refused model output)``; ``status``
+    says why, per root (so nothing is left for Python to scan when all is well)."""
     refused = 0
+    failed = 0
     for b in range(states.shape[0]):
-        refused += _search_one_root(
+        outcome = _search_one_root(
             tree,
             b,
             params,
@@ -160,7 +169,9 @@ def search_tabular_serial(
             status,
             results,
         )
-    return refused
+        refused += outcome == ROOT_REFUSED
+        failed += outcome == STEP_REFUSED
+    return refused, failed
 
 
 @numba.njit(cache=True, parallel=True)
@@ -169,8 +180,9 @@ def search_tabular_parallel(
 ):
     # One parallel region per search: roots are independent, so each thread runs whole trees.
     refused = 0
+    failed = 0
     for b in numba.prange(states.shape[0]):
-        refused += _search_one_root(
+        outcome = _search_one_root(
             tree,
             b,
             params,
@@ -183,4 +195,6 @@ def search_tabular_parallel(
             status,
             results,
         )
-    return refused
+        refused += outcome == ROOT_REFUSED
+        failed += outcome == STEP_REFUSED
+    return refused, failed
