@@ -7,7 +7,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo search-demo test test-slow test-all lint format bench bench-quick bench-learning bench-cartpole bench-atari bench-llm clean
+.PHONY: setup demo search-demo test test-slow test-all lint format bench bench-quick bench-mctx bench-learning bench-cartpole bench-atari bench-llm clean
 
 setup: $(STAMP)
 
@@ -48,6 +48,10 @@ bench: setup  ## the full speed grid of issue #2 (long)
 
 bench-quick: setup
 	$(BIN)/python -m benchmarks.search_speed --quick
+
+bench-mctx: setup  ## our search against mctx in the same process (installs jax + mctx, ~600 MB)
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev,llm,peers]"
+	$(BIN)/python -m benchmarks.search_vs_mctx
 
 bench-learning: setup  ## tic-tac-toe time to perfect play (3 seeds), then selfplay throughput
 	$(BIN)/python -m benchmarks.tictactoe

@@ -1,0 +1,242 @@
+"""Our search against mctx itself, in the same process: the peer table of issue 2, re-measured.
+
+The speed targets compare against mctx timings taken once on this machine type, but a shared
+2-vCPU VM drifts by 1.5x between days. This benchmark runs mctx 0.0.71 (jitted, with jax's
+default CPU settings: set ``XLA_FLAGS`` to change them) and our search on the same table MDP,
+alternating their repeats, so the ratios hold whatever the machine's mood. Ours is timed twice:
+on numba's default threads and on one thread (the issue's peers were timed on one core). It also checks, at every point,
+that both searches build the same trees: with the noise off (Dirichlet fraction 0, Gumbel scale
+0) the root visit counts must be equal, so the two are timed on identical work.
+
+Needs the ``peers`` extra (``make bench-mctx`` installs it: jax, jaxlib, mctx; about 600 MB).
+
+    python -m benchmarks.search_vs_mctx [--points 16x50,256x50] [--budget 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numba
+import numpy as np
+
+import search
+from benchmarks.models import TableModel
+
+NUM_ACTIONS = 18
+# The issue's peer table: (B, N) at A = 18.
+POINTS = ((1, 200), (16, 50), (256, 50), (1024, 200))
+POLICIES = ("puct", "gumbel")
+# Each turn: a few untimed searches (caches the other left cold), then about this many seconds
+# of timed ones (at most 50 searches).
+WARM_PER_BLOCK = 3
+BLOCK_SECONDS = 0.05
+
+
+def _import_mctx():
+    try:
+        import jax
+        import jax.numpy as jnp
+        import mctx
+    except ImportError as error:
+        raise SystemExit(
+            f"this benchmark needs jax and mctx ({error}); install them with `make bench-mctx` "
+            "or `pip install -e '.[peers]'`"
+        ) from None
+    return jax, jnp, mctx
+
+
+class MctxSearch:
+    """mctx's policy on the table MDP, jitted once per (policy, B, N, noise)."""
+
+    def __init__(self, model: TableModel):
+        self.jax, self.jnp, self.mctx = _import_mctx()
+        jnp = self.jnp
+        self.tables = {
+            name: jnp.asarray(getattr(model, name))
+            for name in ("next_state", "reward", "discount", "prior_logits", "value")
+        }
+        self._compiled = {}
+
+    def _recurrent_fn(self, params, rng_key, action, embedding):
+        del params, rng_key
+        t = self.tables
+        next_state = t["next_state"][embedding, action]
+        step = self.mctx.RecurrentFnOutput(
+            reward=t["reward"][embedding, action],
+            discount=t["discount"][embedding, action],
+            prior_logits=t["prior_logits"][next_state],
+            value=t["value"][next_state],
+        )
+        return step, next_state
+
+    def function(self, policy: str, num_simulations: int, noise: bool):
+        key = (policy, num_simulations, noise)
+        if key not in self._compiled:
+            self._compiled[key] = self.jax.jit(self._policy_fn(policy, num_simulations, noise))
+        return self._compiled[key]
+
+    def _policy_fn(self, policy: str, num_simulations: int, noise: bool):
+        mctx, t = self.mctx, self.tables
+
+        def run(rng_key, root_state):
+            root = mctx.RootFnOutput(
+                prior_logits=t["prior_logits"][root_state],
+                value=t["value"][root_state],
+                embedding=root_state,
+            )
+            if policy == "gumbel":
+                return mctx.gumbel_muzero_policy(
+                    params=(),
+                    rng_key=rng_key,
+                    root=root,
+                    recurrent_fn=self._recurrent_fn,
+                    num_simulations=num_simulations,
+                    gumbel_scale=1.0 if noise else 0.0,
+                )
+            return mctx.muzero_policy(
+                params=(),
+                rng_key=rng_key,
+                root=root,
+                recurrent_fn=self._recurrent_fn,
+                num_simulations=num_simulations,
+                dirichlet_fraction=0.25 if noise else 0.0,
+            )
+
+        return run
+
+    def search(self, policy: str, states: np.ndarray, num_simulations: int, seed: int, noise=True):
+        fn = self.function(policy, num_simulations, noise)
+        out = fn(self.jax.random.PRNGKey(seed), self.jnp.asarray(states))
+        out.action.block_until_ready()
+        return out
+
+
+def our_search(
+    policy: str,
+    model: search.TabularModel,
+    states: np.ndarray,
+    num_simulations: int,
+    seed: int,
+    noise: bool = True,
+):
+    root = search.RootOutput(model.prior_logits[states], model.value[states], states)
+    if policy == "gumbel":
+        return search.gumbel_muzero_policy(
+            root,
+            model,
+            num_simulations=num_simulations,
+            seed=seed,
+            gumbel_scale=1.0 if noise else 0.0,
+        )
+    return search.muzero_policy(
+        root,
+        model,
+        num_simulations=num_simulations,
+        seed=seed,
+        dirichlet_fraction=0.25 if noise else 0.0,
+    )
+
+
+def same_trees(policy, mctx_search, tabular, states, num_simulations) -> bool:
+    """Noise off: do mctx and we give every root the same visit counts?"""
+    theirs = mctx_search.search(policy, states, num_simulations, 0, noise=False)
+    ours = our_search(policy, tabular, states, num_simulations, 0, noise=False)
+    their_counts = np.asarray(theirs.search_tree.summary().visit_counts)
+    return bool(np.array_equal(their_counts, ours.visit_counts))
+
+
+def time_point(policy, mctx_search, tabular, states, num_simulations, budget_s):
+    """Median seconds per search: mctx, ours on numba's threads, ours on one thread. The three
+    take turns in blocks, so drift during the measurement falls on all of them; each block
+    starts with untimed searches, so none is timed with caches the other left cold."""
+    default_threads = numba.get_num_threads()
+    runners = {
+        "mctx": lambda seed: mctx_search.search(policy, states, num_simulations, seed),
+        "ours": lambda seed: our_search(policy, tabular, states, num_simulations, seed),
+        "ours_1t": lambda seed: our_search(policy, tabular, states, num_simulations, seed),
+    }
+    times = {name: [] for name in runners}
+    blocks, warm = {}, {}
+    for name, run in runners.items():  # warm-up: compiles mctx's jit and our entry points
+        run(0)
+        start = time.perf_counter()
+        run(0)
+        seconds = time.perf_counter() - start
+        blocks[name] = int(np.clip(BLOCK_SECONDS / seconds, 1, 50))
+        # A search longer than a block warms the caches by itself.
+        warm[name] = WARM_PER_BLOCK if seconds < BLOCK_SECONDS else 0
+    deadline = time.perf_counter() + budget_s
+    rounds = 0
+    while rounds < 3 or (time.perf_counter() < deadline and rounds < 100):
+        for name, run in runners.items():
+            numba.set_num_threads(1 if name == "ours_1t" else default_threads)
+            for _ in range(warm[name]):
+                run(0)
+            for _ in range(blocks[name]):
+                start = time.perf_counter()
+                run(len(times[name]) + 1)
+                times[name].append(time.perf_counter() - start)
+        rounds += 1
+    numba.set_num_threads(default_threads)
+    return {name: float(np.median(t)) for name, t in times.items()}, rounds
+
+
+def parse_points(text: str | None):
+    if not text:
+        return POINTS
+    points = []
+    for item in text.split(","):
+        try:
+            batch, sims = (int(x) for x in item.lower().split("x"))
+        except ValueError:
+            raise SystemExit(f"--points takes BxN items like 16x50,256x50; got {item!r}") from None
+        points.append((batch, sims))
+    return tuple(points)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--points", help="comma-separated BxN (default: the issue's four)")
+    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--budget", type=float, default=2.0, help="seconds of repeats per point")
+    args = parser.parse_args(argv)
+    policies = args.policies.split(",")
+    for policy in policies:
+        if policy not in POLICIES:
+            raise SystemExit(f"unknown policy {policy!r}; choose from {', '.join(POLICIES)}")
+
+    model = TableModel(NUM_ACTIONS)
+    tabular = model.tabular()
+    mctx_search = MctxSearch(model)
+    jax = mctx_search.jax
+    print(
+        f"mctx {mctx_search.mctx.__version__}, jax {jax.__version__} on {jax.default_backend()} "
+        f"(XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}); numba threads: {numba.get_num_threads()}"
+    )
+    header = (
+        f"{'policy':7s} {'B':>5s} {'N':>4s} {'A':>3s} {'same trees':>10s} {'mctx ms':>9s} "
+        f"{'ours ms':>8s} {'x mctx':>7s} {'1-thread ms':>11s} {'x mctx':>7s} {'rounds':>6s}"
+    )
+    print(header)
+    print("-" * len(header))
+    for policy in policies:
+        for batch_size, num_simulations in parse_points(args.points):
+            states = model.root(batch_size).embedding
+            same = same_trees(policy, mctx_search, tabular, states, num_simulations)
+            medians, rounds = time_point(
+                policy, mctx_search, tabular, states, num_simulations, args.budget
+            )
+            theirs, ours, ours_1t = (1e3 * medians[k] for k in ("mctx", "ours", "ours_1t"))
+            print(
+                f"{policy:7s} {batch_size:5d} {num_simulations:4d} {NUM_ACTIONS:3d} "
+                f"{'yes' if same else 'NO':>10s} {theirs:9.2f} {ours:8.3f} {theirs / ours:7.1f} "
+                f"{ours_1t:11.3f} {theirs / ours_1t:7.1f} {rounds:6d}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
