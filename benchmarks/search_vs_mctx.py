@@ -49,9 +49,11 @@ def _import_mctx():
 
 
 class MctxSearch:
-    """mctx's policy on the table MDP, jitted once per (policy, B, N, noise)."""
+    """mctx's policy on a table MDP (anything with the `TableModel` arrays ``next_state``,
+    ``reward``, ``discount``, ``prior_logits``, ``value``), jitted once per (policy, B, N,
+    noise, mask)."""
 
-    def __init__(self, model: TableModel):
+    def __init__(self, model):
         self.jax, self.jnp, self.mctx = _import_mctx()
         jnp = self.jnp
         self.tables = {
@@ -72,72 +74,51 @@ class MctxSearch:
         )
         return step, next_state
 
-    def function(self, policy: str, num_simulations: int, noise: bool):
-        key = (policy, num_simulations, noise)
-        if key not in self._compiled:
-            self._compiled[key] = self.jax.jit(self._policy_fn(policy, num_simulations, noise))
-        return self._compiled[key]
-
     def _policy_fn(self, policy: str, num_simulations: int, noise: bool):
         mctx, t = self.mctx, self.tables
+        if policy == "gumbel":
+            policy_fn, noise_kwargs = mctx.gumbel_muzero_policy, {"gumbel_scale": float(noise)}
+        else:
+            policy_fn, noise_kwargs = mctx.muzero_policy, {"dirichlet_fraction": 0.25 * noise}
 
-        def run(rng_key, root_state):
+        def run(rng_key, root_state, invalid_actions):
             root = mctx.RootFnOutput(
                 prior_logits=t["prior_logits"][root_state],
                 value=t["value"][root_state],
                 embedding=root_state,
             )
-            if policy == "gumbel":
-                return mctx.gumbel_muzero_policy(
-                    params=(),
-                    rng_key=rng_key,
-                    root=root,
-                    recurrent_fn=self._recurrent_fn,
-                    num_simulations=num_simulations,
-                    gumbel_scale=1.0 if noise else 0.0,
-                )
-            return mctx.muzero_policy(
+            return policy_fn(
                 params=(),
                 rng_key=rng_key,
                 root=root,
                 recurrent_fn=self._recurrent_fn,
                 num_simulations=num_simulations,
-                dirichlet_fraction=0.25 if noise else 0.0,
+                invalid_actions=invalid_actions,
+                **noise_kwargs,
             )
 
         return run
 
-    def search(self, policy: str, states: np.ndarray, num_simulations: int, seed: int, noise=True):
-        fn = self.function(policy, num_simulations, noise)
-        out = fn(self.jax.random.PRNGKey(seed), self.jnp.asarray(states))
+    def search(self, policy, states, num_simulations, seed, noise=True, invalid_actions=None):
+        """mctx's output for root ``states`` ``[B]``; ``invalid_actions`` ``[B, A]`` bool, True =
+        invalid (mctx's convention)."""
+        key = (policy, num_simulations, noise, invalid_actions is None)
+        if key not in self._compiled:
+            self._compiled[key] = self.jax.jit(self._policy_fn(policy, num_simulations, noise))
+        invalid = None if invalid_actions is None else self.jnp.asarray(invalid_actions)
+        out = self._compiled[key](self.jax.random.PRNGKey(seed), self.jnp.asarray(states), invalid)
         out.action.block_until_ready()
         return out
 
 
-def our_search(
-    policy: str,
-    model: search.TabularModel,
-    states: np.ndarray,
-    num_simulations: int,
-    seed: int,
-    noise: bool = True,
-):
+def our_search(policy, model: search.TabularModel, states, num_simulations, seed, noise=True):
+    """Our policy with the same noise settings as `MctxSearch` (mctx's defaults when on)."""
     root = search.RootOutput(model.prior_logits[states], model.value[states], states)
     if policy == "gumbel":
-        return search.gumbel_muzero_policy(
-            root,
-            model,
-            num_simulations=num_simulations,
-            seed=seed,
-            gumbel_scale=1.0 if noise else 0.0,
-        )
-    return search.muzero_policy(
-        root,
-        model,
-        num_simulations=num_simulations,
-        seed=seed,
-        dirichlet_fraction=0.25 if noise else 0.0,
-    )
+        policy_fn, noise_kwargs = search.gumbel_muzero_policy, {"gumbel_scale": float(noise)}
+    else:
+        policy_fn, noise_kwargs = search.muzero_policy, {"dirichlet_fraction": 0.25 * noise}
+    return policy_fn(root, model, num_simulations=num_simulations, seed=seed, **noise_kwargs)
 
 
 def same_trees(policy, mctx_search, tabular, states, num_simulations) -> bool:

@@ -3,14 +3,16 @@ extra, `make bench-mctx`); skipped otherwise. The golden records pin 44 fixed ca
 new ones: one- and two-player, with and without invalid root actions, PUCT and Gumbel with the
 noise off (mctx draws its noise from its own PRNG)."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
-mctx = pytest.importorskip("mctx")
-jnp = jax.numpy
+pytest.importorskip("jax")
+pytest.importorskip("mctx")
 
-import search  # noqa: E402
+import search
+from benchmarks.search_vs_mctx import MctxSearch
 
 CASES = [
     # seed, B, A, N, two-player, invalid actions
@@ -35,36 +37,6 @@ def _mdp(seed, num_actions, two_player, num_states=64):
     return tables, rng
 
 
-def _mctx_search(tables, policy, states, invalid, num_simulations):
-    t = {name: jnp.asarray(array) for name, array in tables.items()}
-
-    def recurrent_fn(params, rng_key, action, state):
-        del params, rng_key
-        next_state = t["next_state"][state, action]
-        step = mctx.RecurrentFnOutput(
-            reward=t["reward"][state, action],
-            discount=t["discount"][state, action],
-            prior_logits=t["prior_logits"][next_state],
-            value=t["value"][next_state],
-        )
-        return step, next_state
-
-    root = mctx.RootFnOutput(
-        prior_logits=t["prior_logits"][states], value=t["value"][states], embedding=states
-    )
-    common = dict(
-        params=(),
-        rng_key=jax.random.PRNGKey(0),
-        root=root,
-        recurrent_fn=recurrent_fn,
-        num_simulations=num_simulations,
-        invalid_actions=None if invalid is None else jnp.asarray(invalid),
-    )
-    if policy == "gumbel":
-        return jax.jit(lambda: mctx.gumbel_muzero_policy(**common, gumbel_scale=0.0))()
-    return jax.jit(lambda: mctx.muzero_policy(**common, dirichlet_fraction=0.0))()
-
-
 @pytest.mark.parametrize("policy", ["puct", "gumbel"])
 @pytest.mark.parametrize("case", CASES, ids=[f"case{c[0]}" for c in CASES])
 def test_same_trees_as_live_mctx(case, policy):
@@ -75,7 +47,9 @@ def test_same_trees_as_live_mctx(case, policy):
     if with_invalid:
         invalid = rng.random((batch_size, num_actions)) < 0.4
         invalid[:, rng.integers(num_actions)] = False  # every root keeps a legal action
-    theirs = _mctx_search(tables, policy, states, invalid, num_simulations)
+    theirs = MctxSearch(SimpleNamespace(**tables)).search(
+        policy, states, num_simulations, seed=0, noise=False, invalid_actions=invalid
+    )
 
     model = search.tabular_model(**tables)
     root = search.RootOutput(tables["prior_logits"][states], tables["value"][states], states)
