@@ -3,12 +3,12 @@
 The speed targets compare against mctx timings taken once on this machine type, but a shared
 2-vCPU VM drifts by 1.5x between days. This benchmark runs mctx 0.0.71 (jitted, with jax's
 default CPU settings: set ``XLA_FLAGS`` to change them) and our search on the same table MDP,
-alternating their repeats, so the ratios hold whatever the machine's mood. Ours is timed twice:
-on numba's default threads and on one thread (the issue's peers were timed on one core). It also checks, at every point,
-that both searches build the same trees: with the noise off (Dirichlet fraction 0, Gumbel scale
-0) the root visit counts must be equal, so the two are timed on identical work.
+taking turns in blocks, so the ratios hold whatever the machine's mood. Ours is timed on numba's
+default threads and on one thread (the issue's peers were timed on one core). Each point first
+checks that both build the same trees: with the noise off (Dirichlet fraction 0, Gumbel scale 0)
+the root visit counts must be equal, so the two are timed on the same work.
 
-Needs the ``peers`` extra (``make bench-mctx`` installs it: jax, jaxlib, mctx; about 600 MB).
+Needs the ``peers`` extra (``make bench-mctx`` installs it: jax, jaxlib, mctx; a few hundred MB).
 
     python -m benchmarks.search_vs_mctx [--points 16x50,256x50] [--budget 2]
 """
@@ -142,6 +142,7 @@ def time_point(policy, mctx_search, tabular, states, num_simulations, budget_s):
     times = {name: [] for name in runners}
     blocks, warm = {}, {}
     for name, run in runners.items():  # warm-up: compiles mctx's jit and our entry points
+        numba.set_num_threads(1 if name == "ours_1t" else default_threads)
         run(0)
         start = time.perf_counter()
         run(0)
@@ -203,10 +204,13 @@ def main(argv=None) -> None:
     )
     print(header)
     print("-" * len(header))
+    different = []
     for policy in policies:
         for batch_size, num_simulations in parse_points(args.points):
             states = model.root(batch_size).embedding
             same = same_trees(policy, mctx_search, tabular, states, num_simulations)
+            if not same:
+                different.append(f"{policy} B={batch_size} N={num_simulations}")
             medians, rounds = time_point(
                 policy, mctx_search, tabular, states, num_simulations, args.budget
             )
@@ -217,6 +221,8 @@ def main(argv=None) -> None:
                 f"{ours_1t:11.3f} {theirs / ours_1t:7.1f} {rounds:6d}",
                 flush=True,
             )
+    if different:
+        raise SystemExit(f"mctx and our search built different trees at: {', '.join(different)}")
 
 
 if __name__ == "__main__":
