@@ -49,7 +49,7 @@ bench: setup  ## the full speed grid of issue #2 (long)
 bench-quick: setup
 	$(BIN)/python -m benchmarks.search_speed --quick
 
-bench-mctx: setup  ## our search against mctx in the same process (installs jax + mctx, ~600 MB)
+bench-mctx: setup  ## our search against mctx in the same process (installs jax + mctx, a few hundred MB)
 	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev,llm,peers]"
 	$(BIN)/python -m benchmarks.search_vs_mctx
 

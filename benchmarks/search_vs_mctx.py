@@ -111,14 +111,24 @@ class MctxSearch:
         return out
 
 
-def our_search(policy, model: search.TabularModel, states, num_simulations, seed, noise=True):
-    """Our policy with the same noise settings as `MctxSearch` (mctx's defaults when on)."""
+def our_search(
+    policy, model: search.TabularModel, states, num_simulations, seed, noise=True, legal_mask=None
+):
+    """Our policy with the same noise settings as `MctxSearch` (mctx's defaults when on);
+    ``legal_mask`` ``[B, A]`` True = legal (ours)."""
     root = search.RootOutput(model.prior_logits[states], model.value[states], states)
     if policy == "gumbel":
         policy_fn, noise_kwargs = search.gumbel_muzero_policy, {"gumbel_scale": float(noise)}
     else:
         policy_fn, noise_kwargs = search.muzero_policy, {"dirichlet_fraction": 0.25 * noise}
-    return policy_fn(root, model, num_simulations=num_simulations, seed=seed, **noise_kwargs)
+    return policy_fn(
+        root,
+        model,
+        num_simulations=num_simulations,
+        seed=seed,
+        legal_mask=legal_mask,
+        **noise_kwargs,
+    )
 
 
 def same_trees(policy, mctx_search, tabular, states, num_simulations) -> bool:
@@ -134,15 +144,23 @@ def time_point(policy, mctx_search, tabular, states, num_simulations, budget_s):
     take turns in blocks, so drift during the measurement falls on all of them; each block
     starts with untimed searches, so none is timed with caches the other left cold."""
     default_threads = numba.get_num_threads()
+
+    def theirs(seed):
+        return mctx_search.search(policy, states, num_simulations, seed)
+
+    def ours(seed):
+        return our_search(policy, tabular, states, num_simulations, seed)
+
+    # name -> (search, numba threads while it runs)
     runners = {
-        "mctx": lambda seed: mctx_search.search(policy, states, num_simulations, seed),
-        "ours": lambda seed: our_search(policy, tabular, states, num_simulations, seed),
-        "ours_1t": lambda seed: our_search(policy, tabular, states, num_simulations, seed),
+        "mctx": (theirs, default_threads),
+        "ours": (ours, default_threads),
+        "ours_1t": (ours, 1),
     }
     times = {name: [] for name in runners}
     blocks, warm = {}, {}
-    for name, run in runners.items():  # warm-up: compiles mctx's jit and our entry points
-        numba.set_num_threads(1 if name == "ours_1t" else default_threads)
+    for name, (run, threads) in runners.items():  # warm-up: compiles jit and entry points
+        numba.set_num_threads(threads)
         run(0)
         start = time.perf_counter()
         run(0)
@@ -153,8 +171,8 @@ def time_point(policy, mctx_search, tabular, states, num_simulations, budget_s):
     deadline = time.perf_counter() + budget_s
     rounds = 0
     while rounds < 3 or (time.perf_counter() < deadline and rounds < 100):
-        for name, run in runners.items():
-            numba.set_num_threads(1 if name == "ours_1t" else default_threads)
+        for name, (run, threads) in runners.items():
+            numba.set_num_threads(threads)
             for _ in range(warm[name]):
                 run(0)
             for _ in range(blocks[name]):
