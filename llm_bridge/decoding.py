@@ -15,7 +15,8 @@ evaluated), so methods are compared at matched compute:
 
 Search methods also return their policy targets (`SearchTarget`) for distillation: the search
 policy at each decision played, and, once a search finds verified completions, targets at every
-node on the way to them (each action's share of the verified leaves below it).
+node on the way to them (each action's share of the verified leaves below it), and those
+completions themselves (`Decoded.solutions`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class Decoded:
     ids: list[tuple[int, ...]]  # prompt + completion (+ eos) token ids
     forward_passes: int
     targets: list[list[SearchTarget]] = field(default_factory=list)  # search methods only
+    # Search methods: every distinct verified completion (token ids) in the tree that solved
+    # the prompt, the returned one first; empty for prompts the search did not solve.
+    solutions: list[list[tuple[int, ...]]] = field(default_factory=list)
 
     @property
     def accuracy(self) -> float:
@@ -61,6 +65,10 @@ class TreeSearchSettings(NamedTuple):
     num_simulations: int = 16
     max_num_considered_actions: int = 8  # gumbel
     dirichlet_fraction: float = 0.0  # decoding explores through the tree, not noise
+    # PUCT: the played action is sampled from visits ** (1 / temperature); 0 = the most visited.
+    # Distillation's repeated searches of a prompt use noise and temperature to find other
+    # solutions.
+    temperature: float = 0.0
     pb_c_init: float = 1.25
     # Distillation: also take the visit distribution of every interior node visited at least
     # this often (sub-problems off the played path); 0 = only the decisions played.
@@ -82,23 +90,25 @@ def decode(
     if method not in METHODS:
         raise ValueError(f"unknown decoding method {method!r}; choose one of {METHODS}")
     before = env.adapter.forward_passes
+    targets, solutions = [], []  # search methods only
     if method == "greedy":
-        nodes, targets = _rollout(env, items, None, 1.0), []
+        nodes = _rollout(env, items, None, 1.0)
     elif method == "sample":
-        nodes, targets = _rollout(env, items, np.random.default_rng(seed), temperature), []
+        nodes = _rollout(env, items, np.random.default_rng(seed), temperature)
     elif method == "best_of_n":
-        nodes, targets = _best_of_n(env, items, budget, seed, temperature), []
+        nodes = _best_of_n(env, items, budget, seed, temperature)
     elif method == "beam":
-        nodes, targets = _beam(env, items, budget), []
+        nodes = _beam(env, items, budget)
     else:
         settings = (settings or TreeSearchSettings())._replace(num_simulations=budget)
-        nodes, targets = _search_decode(env, items, method, settings, seed)
+        nodes, targets, solutions = _search_decode(env, items, method, settings, seed)
     return Decoded(
         completions=[n.completion for n in nodes],
         rewards=np.array([n.reward for n in nodes], np.float64),
         ids=[n.state.ids for n in nodes],
         forward_passes=env.adapter.forward_passes - before,
         targets=targets,
+        solutions=solutions,
     )
 
 
@@ -173,6 +183,7 @@ def _root_seeds(seed: int, rows: Sequence[int], move: int) -> np.ndarray:
 def _search_decode(env: TextEnv, items, method: str, settings: TreeSearchSettings, seed: int):
     nodes = env.reset(items)
     targets: list[list[SearchTarget]] = [[] for _ in items]
+    solutions: list[list[tuple[int, ...]]] = [[] for _ in items]
     move = 0
     while live := [i for i, n in enumerate(nodes) if not n.terminal]:
         roots = [nodes[i] for i in live]
@@ -182,6 +193,7 @@ def _search_decode(env: TextEnv, items, method: str, settings: TreeSearchSetting
             if solved is not None:
                 nodes[i] = solved
                 targets[i].extend(_solved_targets(output, j))
+                solutions[i] = _verified_sequences(output.embeddings[j], first=solved)
                 continue
             targets[i].append(
                 SearchTarget(root.state.ids, root.candidates, output.action_weights[j])
@@ -195,7 +207,7 @@ def _search_decode(env: TextEnv, items, method: str, settings: TreeSearchSetting
                 else env.step([root], [int(output.action[j])])[0]
             )
         move += 1
-    return nodes, targets
+    return nodes, targets, solutions
 
 
 def _search(env: TextEnv, roots: list[TextNode], method: str, settings: TreeSearchSettings, keys):
@@ -221,7 +233,7 @@ def _search(env: TextEnv, roots: list[TextNode], method: str, settings: TreeSear
         env.recurrent_fn,
         **common,
         dirichlet_fraction=settings.dirichlet_fraction,
-        temperature=0.0,
+        temperature=settings.temperature,
         pb_c_init=settings.pb_c_init,
     )
 
@@ -231,6 +243,15 @@ def _verified_leaf(row_nodes: list) -> TextNode | None:
         if node is not None and node.terminal and node.reward > 0:
             return node
     return None
+
+
+def _verified_sequences(row_nodes: list, first: TextNode) -> list[tuple[int, ...]]:
+    """The distinct verified completions stored in one tree, ``first`` (the returned one) first."""
+    found = dict.fromkeys([first.state.ids])
+    for node in row_nodes:
+        if node is not None and node.terminal and node.reward > 0:
+            found.setdefault(node.state.ids)
+    return list(found)
 
 
 def _visited_targets(output, j: int, min_visits: int) -> list[SearchTarget]:

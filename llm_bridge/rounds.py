@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
-from llm_bridge.decoding import Decoded
+from llm_bridge.decoding import Decoded, SearchTarget
 from llm_bridge.examples import SequenceExample, collate, next_token_example
 from llm_bridge.objectives import sampled_log_probs
 from llm_bridge.text_env import TextEnv
@@ -29,42 +30,73 @@ def pretrain_examples(
     return examples
 
 
-def distill_examples(env: TextEnv, items: Sequence[Any], decoded: Decoded) -> list[SequenceExample]:
+def distill_examples(
+    env: TextEnv, items: Sequence[Any], decoded: Decoded, searches_per_item: int = 1
+) -> list[SequenceExample]:
     """Search distillation: at every searched decision, cross-entropy to the search policy over
-    the candidates; the value head learns the verifier's outcome. Targets on the decoded
-    completion share its sequence; targets off it (other verified branches, with value 1, or
-    well-visited interior nodes) are sequences of their own."""
-    examples = []
-    for item, ids, reward, targets in zip(
-        items, decoded.ids, decoded.rewards, decoded.targets, strict=True
-    ):
-        prompt_length = len(env.prompt_ids(item))
-        on_path = [t for t in targets if tuple(ids[: len(t.ids)]) == tuple(t.ids)]
-        examples.append(
-            SequenceExample(
-                list(ids),
-                [len(t.ids) - 1 for t in on_path],
-                [t.candidates.tolist() for t in on_path],
-                [t.policy.tolist() for t in on_path],
-                value=float(reward),
-                value_from=prompt_length - 1,
-            )
+    the candidates; the value head learns the verifier's outcome.
+
+    ``decoded`` holds ``searches_per_item`` consecutive searches per item. Each item yields one
+    sequence per distinct decoded completion (value: its reward) and per distinct verified
+    completion found anywhere in a solving tree (value 1), so every solution the search found is
+    imitated whole. A decision's target, averaged over the searches that reached it, sits on the
+    first of those sequences that passes through it; one on none of them (a well-visited node
+    off every path) is a one-position sequence of its own."""
+    if searches_per_item < 1 or len(decoded.ids) != len(items) * searches_per_item:
+        raise ValueError(
+            f"{len(decoded.ids)} decodes do not make {searches_per_item} per item for "
+            f"{len(items)} items"
         )
-        for t in targets:
-            if tuple(ids[: len(t.ids)]) != tuple(t.ids):  # off the path: its own sequence
-                value = float("nan") if t.value is None else t.value
-                examples.append(
-                    SequenceExample(
-                        list(t.ids),
-                        [len(t.ids) - 1],
-                        [t.candidates.tolist()],
-                        [t.policy.tolist()],
-                        value=value,  # 1 on a verified branch; none for a visited node
-                        value_from=len(t.ids) - 1,
-                        value_to=len(t.ids),
-                    )
-                )
+    examples = []
+    for i, item in enumerate(items):
+        rows = range(i * searches_per_item, (i + 1) * searches_per_item)
+        examples.extend(_item_examples(len(env.prompt_ids(item)), decoded, rows))
     return examples
+
+
+def _item_examples(prompt_length: int, decoded: Decoded, rows: range) -> list[SequenceExample]:
+    values: dict[tuple[int, ...], float] = {}  # sequence -> value target, in order found
+    targets: dict[tuple[int, ...], list[SearchTarget]] = {}  # decision prefix -> its targets
+    for row in rows:
+        values.setdefault(tuple(decoded.ids[row]), float(decoded.rewards[row]))
+        for solution in decoded.solutions[row] if decoded.solutions else ():
+            values.setdefault(solution, 1.0)
+        for target in decoded.targets[row]:
+            targets.setdefault(target.ids, []).append(target)
+    placed: dict[tuple[int, ...], list[tuple[int, ...]]] = {ids: [] for ids in values}
+    examples = []
+    for prefix, group in targets.items():
+        home = next((ids for ids in values if ids[: len(prefix)] == prefix), None)
+        if home is not None:
+            placed[home].append(prefix)
+            continue
+        value = next((t.value for t in group if t.value is not None), float("nan"))
+        examples.append(_example(prefix, [prefix], targets, value, value_from=len(prefix) - 1))
+        examples[-1].value_to = len(prefix)  # 1 on a verified branch; none for a visited node
+    on_paths = [
+        _example(ids, sorted(prefixes, key=len), targets, values[ids], prompt_length - 1)
+        for ids, prefixes in placed.items()
+        if prefixes or not np.isnan(values[ids])
+    ]
+    return on_paths + examples
+
+
+def _example(
+    ids: tuple[int, ...],
+    prefixes: list[tuple[int, ...]],
+    targets: dict[tuple[int, ...], list[SearchTarget]],
+    value: float,
+    value_from: int,
+) -> SequenceExample:
+    """``ids`` with the mean search policy at each decision after one of ``prefixes``."""
+    return SequenceExample(
+        list(ids),
+        [len(prefix) - 1 for prefix in prefixes],
+        [targets[prefix][0].candidates.tolist() for prefix in prefixes],
+        [np.mean([t.policy for t in targets[prefix]], axis=0).tolist() for prefix in prefixes],
+        value=value,
+        value_from=value_from,
+    )
 
 
 def verified_examples(

@@ -4,8 +4,9 @@ Round 0 pre-trains on solver solutions for ``llm.pretrain_fraction`` of the trai
 (or loads ``llm.init_from``). Each later round builds data with the current model, by the
 algorithm's method, and fits ``llm.round_steps`` gradient steps:
 
-- ``lm_distill``: batched search decoding of the training prompts; cross-entropy to the
-  search policy over candidate tokens + value to the verifier's outcome (`LMObjective`);
+- ``lm_distill``: batched search decoding of the training prompts (``llm.searches_per_prompt``
+  searches each); cross-entropy to the search policy over candidate tokens on the decoded and
+  every verified completion found + value to the verifier's outcome (`LMObjective`);
 - ``lm_sft_verified``: ``llm.samples_per_prompt`` samples, SFT on the verified ones;
 - ``lm_grpo``: the same samples, GRPO with group-relative advantages (`GRPOObjective`).
 
@@ -94,15 +95,16 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
     """``(examples, objective, stats)`` for one round of the configured algorithm."""
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
     if cfg.algo.name == "lm_distill":
+        n = llm.searches_per_prompt
         decoded = decode(
             env,
-            items,
+            [item for item in items for _ in range(n)],
             llm.search,
             budget=llm.simulations,
             seed=seed,
-            settings=TreeSearchSettings(tree_target_visits=llm.tree_target_visits),
+            settings=distill_search_settings(llm),
         )
-        examples = distill_examples(env, items, decoded)
+        examples = distill_examples(env, items, decoded, n)
         objective = LMObjective()
     else:
         n = llm.samples_per_prompt
@@ -114,10 +116,30 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
             objective = GRPOObjective(clip=llm.grpo_clip)
     stats = {
         "data_passes": decoded.forward_passes,
-        "train_solve_rate": decoded.accuracy,
+        "train_solve_rate": decoded.accuracy,  # per search or sample
+        "train_solved_any": float((decoded.rewards.reshape(len(items), n).max(1) > 0).mean()),
         "examples": len(examples),
     }
     return examples, objective, stats
+
+
+def distill_search_settings(llm) -> TreeSearchSettings:
+    """One plain search per prompt, or ``searches_per_prompt`` exploring ones (see LLMConfig)."""
+    if llm.searches_per_prompt < 1:
+        raise ValueError(f"llm.searches_per_prompt must be >= 1, got {llm.searches_per_prompt}")
+    if llm.searches_per_prompt == 1:
+        return TreeSearchSettings(tree_target_visits=llm.tree_target_visits)
+    if llm.search == "mcts" and llm.search_noise <= 0 and llm.search_temperature <= 0:
+        raise ValueError(
+            f"llm.searches_per_prompt={llm.searches_per_prompt} with mcts needs "
+            "llm.search_noise > 0 or llm.search_temperature > 0: without either, every search "
+            "of a prompt builds the same tree"
+        )
+    return TreeSearchSettings(
+        tree_target_visits=llm.tree_target_visits,
+        dirichlet_fraction=llm.search_noise,
+        temperature=llm.search_temperature,
+    )
 
 
 def evaluate_greedy(env: TextEnv, test: list, limit: int) -> dict:
@@ -133,6 +155,8 @@ def train_text(cfg: TrainConfig) -> dict:
     llm = cfg.llm
     if llm.backend != "tiny":
         raise ValueError(f"llm.backend must be 'tiny' for training, got {llm.backend!r}")
+    if cfg.algo.name == "lm_distill":
+        distill_search_settings(llm)  # bad search settings fail before pre-training
     run_dir = claim_run_dir(cfg)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     split = task_from_spec(task_spec(cfg))

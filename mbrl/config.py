@@ -196,6 +196,12 @@ class LLMConfig:
     max_new_tokens: int = 40
     search: str = "mcts"  # distillation's search: mcts | gumbel
     simulations: int = 32  # per decision
+    # Distillation's searches of each training prompt per round. Above 1, every search explores
+    # with root Dirichlet noise and a sampled played action (PUCT; Gumbel draws its own noise),
+    # so the searches find different solutions; every verified one is distilled.
+    searches_per_prompt: int = 1
+    search_noise: float = 0.25  # Dirichlet fraction of repeated searches (PUCT)
+    search_temperature: float = 1.0  # their played action ~ visits ** (1 / temperature) (PUCT)
     # Distill also the visit counts of interior nodes visited this often; 0 = off. Measured at 4
     # (benchmarks.countdown_distill): worse, the targets teach the untrained value's guesses.
     tree_target_visits: int = 0

@@ -70,6 +70,28 @@ def test_a_rerun_resumes_after_the_last_round_and_decode_reads_the_checkpoint(tm
         assert result["actions"] == actions
 
 
+def test_repeated_searches_per_prompt_run_and_identical_ones_fail_before_pretraining(tmp_path):
+    cfg = composed(
+        "experiment=countdown_distill",
+        f"run_dir={tmp_path / 'twice'}",
+        *TINY,
+        "llm.searches_per_prompt=2",
+    )
+    record = train_text(cfg)["rounds"][1]
+    assert record["examples"] > 0 and record["train_solved_any"] >= record["train_solve_rate"]
+    identical = composed(
+        "experiment=countdown_distill",
+        f"run_dir={tmp_path / 'identical'}",
+        *TINY,
+        "llm.searches_per_prompt=2",
+        "llm.search_noise=0",
+        "llm.search_temperature=0",
+    )
+    with pytest.raises(ValueError, match="every search of a prompt builds the same tree"):
+        train_text(identical)
+    assert not (tmp_path / "identical" / "checkpoints").exists()
+
+
 def test_init_from_accepts_extra_training_prompts_but_not_another_split(tmp_path, monkeypatch):
     pretrain = tmp_path / "pretrain"
     train_text(composed("experiment=countdown_pretrain", f"run_dir={pretrain}", *TINY))

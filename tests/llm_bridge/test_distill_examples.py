@@ -1,0 +1,120 @@
+"""Distillation data: every verified completion a search found is a whole sequence, each
+decision's target is placed once (averaged over the searches that reached it), and repeated
+searches of a prompt explore. Hand-built decodes pin the layout; real searches check the rest."""
+
+import numpy as np
+import pytest
+
+from llm_bridge.decoding import Decoded, SearchTarget, TreeSearchSettings, decode
+from llm_bridge.rounds import distill_examples
+from llm_bridge.train_text import distill_search_settings
+from mbrl.config import LLMConfig
+
+CANDIDATES = np.array([5, 6, -1])
+
+
+def _target(ids, policy, value=None):
+    return SearchTarget(tuple(ids), CANDIDATES, np.array(policy, np.float32), value)
+
+
+class _Env:  # distill_examples reads only the prompt length
+    def prompt_ids(self, item):
+        return [1, 2]
+
+
+def _two_searches() -> Decoded:
+    """One item, two searches: the first failed on [1 2 6 9], the second solved on [1 2 5 5 9]
+    and its tree also held the solution [1 2 5 6 9]."""
+    return Decoded(
+        completions=["x", "y"],
+        rewards=np.array([0.0, 1.0]),
+        ids=[(1, 2, 6, 9), (1, 2, 5, 5, 9)],
+        forward_passes=10,
+        targets=[
+            [_target([1, 2], [0.2, 0.8, 0]), _target([1, 2, 6], [0.5, 0.5, 0])],
+            [
+                _target([1, 2], [0.6, 0.4, 0]),
+                _target([1, 2, 5], [0.5, 0.5, 0], 1.0),
+                _target([1, 2, 5, 6], [0, 0, 1], 1.0),  # only on the second solution
+            ],
+        ],
+        solutions=[[], [(1, 2, 5, 5, 9), (1, 2, 5, 6, 9)]],
+    )
+
+
+def test_each_distinct_completion_is_one_sequence_with_its_value():
+    examples = distill_examples(_Env(), ["item"], _two_searches(), searches_per_item=2)
+    by_ids = {tuple(e.ids): e for e in examples}
+    assert set(by_ids) == {(1, 2, 6, 9), (1, 2, 5, 5, 9), (1, 2, 5, 6, 9)}
+    assert [by_ids[ids].value for ids in by_ids] == [0.0, 1.0, 1.0]
+    assert all(e.value_from == 1 and e.value_to is None for e in examples)  # the completion's
+
+
+def test_each_decision_is_trained_once_at_the_mean_of_its_searches():
+    examples = distill_examples(_Env(), ["item"], _two_searches(), searches_per_item=2)
+    decisions = [
+        (tuple(e.ids[: t + 1]), tuple(policy))
+        for e in examples
+        for t, policy in zip(e.positions, e.policy, strict=True)
+    ]
+    prefixes = [prefix for prefix, _ in decisions]
+    assert sorted(prefixes) == [(1, 2), (1, 2, 5), (1, 2, 5, 6), (1, 2, 6)]  # none twice
+    root = dict(decisions)[(1, 2)]
+    assert np.allclose(root, [0.4, 0.6, 0.0])  # (0.2 + 0.6) / 2, (0.8 + 0.4) / 2
+    # A decision sits on the first sequence through it: the root on the failed search's
+    # completion, the shared (1 2 5) on the first solution, (1 2 5 6) on the second.
+    assert [(e.ids, e.positions) for e in examples] == [
+        ([1, 2, 6, 9], [1, 2]),
+        ([1, 2, 5, 5, 9], [2]),
+        ([1, 2, 5, 6, 9], [3]),
+    ]
+
+
+def test_a_target_on_no_completion_is_a_one_position_sequence():
+    decoded = Decoded(
+        completions=["x"],
+        rewards=np.array([0.0]),
+        ids=[(1, 2, 6, 9)],
+        forward_passes=3,
+        targets=[[_target([1, 2], [0.5, 0.5, 0]), _target([1, 2, 5], [1, 0, 0])]],
+        solutions=[[]],
+    )
+    alone = distill_examples(_Env(), ["item"], decoded)[-1]
+    assert alone.ids == [1, 2, 5] and alone.positions == [2]
+    assert np.isnan(alone.value)  # a visited node off the path: no value target
+
+
+def test_decodes_that_do_not_divide_into_the_items_are_refused():
+    with pytest.raises(ValueError, match="2 decodes do not make 3 per item for 1 items"):
+        distill_examples(_Env(), ["item"], _two_searches(), searches_per_item=3)
+
+
+def test_a_solving_search_reports_every_verified_completion_in_its_tree(env, countdown):
+    decoded = decode(env, countdown.test[:6], "mcts", budget=64)
+    assert any(decoded.solutions)
+    for ids, reward, solutions in zip(decoded.ids, decoded.rewards, decoded.solutions, strict=True):
+        assert bool(solutions) == (reward > 0)
+        if solutions:
+            assert solutions[0] == ids and len(set(solutions)) == len(solutions)
+    examples = distill_examples(env, countdown.test[:6], decoded)
+    solved = {s for solutions in decoded.solutions for s in solutions}
+    assert solved <= {tuple(e.ids) for e in examples if e.value == 1.0}
+
+
+def test_repeated_searches_of_a_prompt_explore(env, countdown):
+    items = [countdown.test[0]] * 4
+    plain = decode(env, items, "mcts", budget=8)
+    assert len(set(plain.ids)) == 1  # without noise, the same tree four times
+    settings = TreeSearchSettings(dirichlet_fraction=0.25, temperature=1.0)
+    explored = decode(env, items, "mcts", budget=8, seed=3, settings=settings)
+    assert len(set(explored.ids)) > 1
+
+
+def test_repeated_plain_mcts_searches_are_refused_as_identical():
+    with pytest.raises(ValueError, match="searches_per_prompt=4 with mcts needs"):
+        distill_search_settings(
+            LLMConfig(searches_per_prompt=4, search_noise=0.0, search_temperature=0.0)
+        )
+    with pytest.raises(ValueError, match="searches_per_prompt must be >= 1, got 0"):
+        distill_search_settings(LLMConfig(searches_per_prompt=0))
+    assert distill_search_settings(LLMConfig(searches_per_prompt=1)).dirichlet_fraction == 0.0
