@@ -40,7 +40,7 @@ from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.text_env import TextEnv
 from llm_bridge.tokenizer import CharTokenizer
 from llm_bridge.transformer_adapter import TransformerAdapter
-from mbrl.config import TrainConfig
+from mbrl.config import LLMConfig, TrainConfig
 from mbrl.system import OptimSettings, System
 
 
@@ -123,7 +123,7 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
     return examples, objective, stats
 
 
-def distill_search_settings(llm) -> TreeSearchSettings:
+def distill_search_settings(llm: LLMConfig) -> TreeSearchSettings:
     """One plain search per prompt, or ``searches_per_prompt`` exploring ones (see LLMConfig)."""
     if llm.searches_per_prompt < 1:
         raise ValueError(f"llm.searches_per_prompt must be >= 1, got {llm.searches_per_prompt}")
