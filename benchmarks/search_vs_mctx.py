@@ -48,6 +48,13 @@ def _import_mctx():
     return jax, jnp, mctx
 
 
+def noise_settings(policy: str, noise: bool) -> dict:
+    """The noise keyword both libraries take: mctx's defaults when on, none when off."""
+    if policy == "gumbel":
+        return {"gumbel_scale": float(noise)}
+    return {"dirichlet_fraction": 0.25 * noise}
+
+
 class MctxSearch:
     """mctx's policy on a table MDP (anything with the `TableModel` arrays ``next_state``,
     ``reward``, ``discount``, ``prior_logits``, ``value``), jitted once per (policy, B, N,
@@ -76,10 +83,8 @@ class MctxSearch:
 
     def _policy_fn(self, policy: str, num_simulations: int, noise: bool):
         mctx, t = self.mctx, self.tables
-        if policy == "gumbel":
-            policy_fn, noise_kwargs = mctx.gumbel_muzero_policy, {"gumbel_scale": float(noise)}
-        else:
-            policy_fn, noise_kwargs = mctx.muzero_policy, {"dirichlet_fraction": 0.25 * noise}
+        policy_fn = mctx.gumbel_muzero_policy if policy == "gumbel" else mctx.muzero_policy
+        noise_kwargs = noise_settings(policy, noise)
 
         def run(rng_key, root_state, invalid_actions):
             root = mctx.RootFnOutput(
@@ -117,17 +122,14 @@ def our_search(
     """Our policy with the same noise settings as `MctxSearch` (mctx's defaults when on);
     ``legal_mask`` ``[B, A]`` True = legal (ours)."""
     root = search.RootOutput(model.prior_logits[states], model.value[states], states)
-    if policy == "gumbel":
-        policy_fn, noise_kwargs = search.gumbel_muzero_policy, {"gumbel_scale": float(noise)}
-    else:
-        policy_fn, noise_kwargs = search.muzero_policy, {"dirichlet_fraction": 0.25 * noise}
+    policy_fn = search.gumbel_muzero_policy if policy == "gumbel" else search.muzero_policy
     return policy_fn(
         root,
         model,
         num_simulations=num_simulations,
         seed=seed,
         legal_mask=legal_mask,
-        **noise_kwargs,
+        **noise_settings(policy, noise),
     )
 
 

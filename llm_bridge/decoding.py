@@ -189,11 +189,11 @@ def _search_decode(env: TextEnv, items, method: str, settings: TreeSearchSetting
         roots = [nodes[i] for i in live]
         output = _search(env, roots, method, settings, _root_seeds(seed, live, move))
         for j, (i, root) in enumerate(zip(live, roots, strict=True)):
-            solved = _verified_leaf(output.embeddings[j])
-            if solved is not None:
-                nodes[i] = solved
+            leaves = _verified_leaves(output.embeddings[j])
+            if leaves:  # solved: return the first verified completion stored
+                nodes[i] = leaves[0]
                 targets[i].extend(_solved_targets(output, j))
-                solutions[i] = _verified_sequences(output.embeddings[j], first=solved)
+                solutions[i] = [leaf.state.ids for leaf in leaves]
                 continue
             targets[i].append(
                 SearchTarget(root.state.ids, root.candidates, output.action_weights[j])
@@ -238,20 +238,13 @@ def _search(env: TextEnv, roots: list[TextNode], method: str, settings: TreeSear
     )
 
 
-def _verified_leaf(row_nodes: list) -> TextNode | None:
+def _verified_leaves(row_nodes: list) -> list[TextNode]:
+    """The distinct verified completions stored in one tree, in storage order."""
+    found: dict[tuple[int, ...], TextNode] = {}
     for node in row_nodes:
         if node is not None and node.terminal and node.reward > 0:
-            return node
-    return None
-
-
-def _verified_sequences(row_nodes: list, first: TextNode) -> list[tuple[int, ...]]:
-    """The distinct verified completions stored in one tree, ``first`` (the returned one) first."""
-    found = dict.fromkeys([first.state.ids])
-    for node in row_nodes:
-        if node is not None and node.terminal and node.reward > 0:
-            found.setdefault(node.state.ids)
-    return list(found)
+            found.setdefault(node.state.ids, node)
+    return list(found.values())
 
 
 def _visited_targets(output, j: int, min_visits: int) -> list[SearchTarget]:

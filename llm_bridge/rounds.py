@@ -71,8 +71,8 @@ def _item_examples(prompt_length: int, decoded: Decoded, rows: range) -> list[Se
             placed[home].append(prefix)
             continue
         value = next((t.value for t in group if t.value is not None), float("nan"))
-        examples.append(_example(prefix, [prefix], targets, value, value_from=len(prefix) - 1))
-        examples[-1].value_to = len(prefix)  # 1 on a verified branch; none for a visited node
+        # value 1 on a verified branch, none for a visited node; at this prefix only
+        examples.append(_example(prefix, [prefix], targets, value, len(prefix) - 1, len(prefix)))
     on_paths = [
         _example(ids, sorted(prefixes, key=len), targets, values[ids], prompt_length - 1)
         for ids, prefixes in placed.items()
@@ -87,6 +87,7 @@ def _example(
     targets: dict[tuple[int, ...], list[SearchTarget]],
     value: float,
     value_from: int,
+    value_to: int | None = None,
 ) -> SequenceExample:
     """``ids`` with the mean search policy at each decision after one of ``prefixes``."""
     return SequenceExample(
@@ -96,6 +97,7 @@ def _example(
         [np.mean([t.policy for t in targets[prefix]], axis=0).tolist() for prefix in prefixes],
         value=value,
         value_from=value_from,
+        value_to=value_to,
     )
 
 
