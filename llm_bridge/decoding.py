@@ -101,12 +101,62 @@ def decode(
         nodes = _beam(env, items, budget)
     else:
         settings = (settings or TreeSearchSettings())._replace(num_simulations=budget)
-        nodes, targets, solutions = _search_decode(env, items, method, settings, seed)
+        nodes, targets, solutions = _search_decode(env, env.reset(items), method, settings, seed)
+    return _decoded(nodes, env.adapter.forward_passes - before, targets, solutions)
+
+
+def decode_distinct(
+    env: TextEnv,
+    items: Sequence[Any],
+    method: str,
+    *,
+    searches: int,
+    budget: int,
+    seed: int = 0,
+    settings: TreeSearchSettings | None = None,
+) -> Decoded:
+    """``searches`` searches of every item, one after another, each looking for a solution the
+    earlier ones did not find: completions already found earn reward 0 in later searches, so a
+    search that solves its prompt adds a new solution (where repeated searches from the same
+    prior mostly find the same one again). Later searches reuse every node the earlier ones
+    evaluated, so they cost passes only for new prefixes, as searches batched together would.
+
+    Rows are item-major, as ``decode`` of each item repeated ``searches`` times: row
+    ``i * searches + k`` is item i's k-th search. A row's reward is 1 only for a solution new
+    to it; ``solutions`` holds the new ones."""
+    if method not in ("mcts", "gumbel"):
+        raise ValueError(f"decode_distinct needs a search method (mcts, gumbel), got {method!r}")
+    if searches < 1:
+        raise ValueError(f"searches must be >= 1, got {searches}")
+    settings = (settings or TreeSearchSettings())._replace(num_simulations=budget)
+    before = env.adapter.forward_passes
+    roots = env.reset(items)
+    known: list[set[tuple[int, ...]]] = [set() for _ in items]
+    runs = []
+    for k in range(searches):
+        if k > 0:
+            roots = env.restart(known)
+        nodes, targets, solutions = _search_decode(
+            env, roots, method, settings, seed * searches + k
+        )
+        for found, new in zip(known, solutions, strict=True):
+            found.update(new)
+        runs.append((nodes, targets, solutions))
+    rows = [(i, k) for i in range(len(items)) for k in range(searches)]
+    return _decoded(
+        [runs[k][0][i] for i, k in rows],
+        env.adapter.forward_passes - before,
+        [runs[k][1][i] for i, k in rows],
+        [runs[k][2][i] for i, k in rows],
+    )
+
+
+def _decoded(nodes: list[TextNode], forward_passes: int, targets, solutions) -> Decoded:
     return Decoded(
         completions=[n.completion for n in nodes],
         rewards=np.array([n.reward for n in nodes], np.float64),
         ids=[n.state.ids for n in nodes],
-        forward_passes=env.adapter.forward_passes - before,
+        forward_passes=forward_passes,
         targets=targets,
         solutions=solutions,
     )
@@ -180,10 +230,14 @@ def _root_seeds(seed: int, rows: Sequence[int], move: int) -> np.ndarray:
     return np.array([(seed * 1_000_003 + row) * 1009 + move for row in rows], np.int64)
 
 
-def _search_decode(env: TextEnv, items, method: str, settings: TreeSearchSettings, seed: int):
-    nodes = env.reset(items)
-    targets: list[list[SearchTarget]] = [[] for _ in items]
-    solutions: list[list[tuple[int, ...]]] = [[] for _ in items]
+def _search_decode(
+    env: TextEnv, starts: list[TextNode], method: str, settings: TreeSearchSettings, seed: int
+):
+    """Searches from ``starts`` (one root per item) to the end: ``(final nodes, targets,
+    solutions)`` per item."""
+    nodes = list(starts)
+    targets: list[list[SearchTarget]] = [[] for _ in starts]
+    solutions: list[list[tuple[int, ...]]] = [[] for _ in starts]
     move = 0
     while live := [i for i, n in enumerate(nodes) if not n.terminal]:
         roots = [nodes[i] for i in live]

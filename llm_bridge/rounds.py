@@ -31,7 +31,12 @@ def pretrain_examples(
 
 
 def distill_examples(
-    env: TextEnv, items: Sequence[Any], decoded: Decoded, searches_per_item: int = 1
+    env: TextEnv,
+    items: Sequence[Any],
+    decoded: Decoded,
+    searches_per_item: int = 1,
+    *,
+    solving_searches_only: bool = False,
 ) -> list[SequenceExample]:
     """Search distillation: at every searched decision, cross-entropy to the search policy over
     the candidates; the value head learns the verifier's outcome.
@@ -41,7 +46,11 @@ def distill_examples(
     completion found anywhere in a solving tree (value 1), so every solution the search found is
     imitated whole. A decision's target, averaged over the searches that reached it, sits on the
     first of those sequences that passes through it; one on none of them (a well-visited node
-    off every path) is a one-position sequence of its own."""
+    off every path) is a one-position sequence of its own.
+
+    ``solving_searches_only``: an item some search solved takes decision targets only from the
+    searches that solved it. For `decode_distinct`'s searches, where a later search steers away
+    from the solutions found before it, a failed one's targets would teach avoiding them."""
     if searches_per_item < 1 or len(decoded.ids) != len(items) * searches_per_item:
         raise ValueError(
             f"{len(decoded.ids)} decodes do not make {searches_per_item} per item for "
@@ -50,17 +59,23 @@ def distill_examples(
     examples = []
     for i, item in enumerate(items):
         rows = range(i * searches_per_item, (i + 1) * searches_per_item)
-        examples.extend(_item_examples(len(env.prompt_ids(item)), decoded, rows))
+        solving = [row for row in rows if decoded.solutions and decoded.solutions[row]]
+        targeted = solving if solving_searches_only and solving else rows
+        examples.extend(_item_examples(len(env.prompt_ids(item)), decoded, rows, targeted))
     return examples
 
 
-def _item_examples(prompt_length: int, decoded: Decoded, rows: range) -> list[SequenceExample]:
+def _item_examples(
+    prompt_length: int, decoded: Decoded, rows: Sequence[int], targeted: Sequence[int]
+) -> list[SequenceExample]:
+    """One item's examples from its searches ``rows``, with decision targets from ``targeted``."""
     values: dict[tuple[int, ...], float] = {}  # sequence -> value target, in order found
     targets: dict[tuple[int, ...], list[SearchTarget]] = {}  # decision prefix -> its targets
     for row in rows:
         values.setdefault(tuple(decoded.ids[row]), float(decoded.rewards[row]))
         for solution in decoded.solutions[row] if decoded.solutions else ():
             values.setdefault(solution, 1.0)
+    for row in targeted:
         for target in decoded.targets[row]:
             targets.setdefault(target.ids, []).append(target)
     placed: dict[tuple[int, ...], list[tuple[int, ...]]] = {ids: [] for ids in values}

@@ -13,7 +13,7 @@ spending search simulations on them would only waste forward passes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -76,6 +76,10 @@ class TextEnv:
         # once (by a sibling, an earlier search, another sample) costs no second pass. Every
         # decoding method shares it, so compute comparisons stay fair.
         self._seen: dict[tuple[int, ...], TextNode] = {}
+        self._roots: list[TextNode] = []
+        # Per row: completions (token ids) that earn no reward in this search, because an
+        # earlier search of the same prompt already found them (see `restart`).
+        self._known: list[frozenset[tuple[int, ...]]] = []
 
     def prompt_ids(self, item: Any) -> list[int]:
         return [self.tokenizer.bos_id, *self.tokenizer.encode(self.task.prompt(item))]
@@ -84,12 +88,24 @@ class TextEnv:
         """Root nodes for a batch of task items (one model pass each)."""
         self.items = list(items)
         self._seen = {}
+        self._known = [frozenset()] * len(self.items)
         states, output = self.adapter.start([self.prompt_ids(item) for item in self.items])
         logits, values = output.logits.numpy(), output.value.numpy()
-        return [
+        self._roots = [
             self._node(row, state, "", logits[row], float(values[row]))
             for row, state in enumerate(states)
         ]
+        return list(self._roots)
+
+    def restart(self, known: Sequence[set[tuple[int, ...]]]) -> list[TextNode]:
+        """The roots of the last `reset` again, for another search of the same prompts by the
+        same model: every node evaluated since that reset is kept, so the new search pays only
+        for prefixes new to it. ``known[row]`` are completions (token ids) that now earn reward
+        0, so a search looking for another solution is not satisfied by one already found."""
+        if len(known) != len(self.items):
+            raise ValueError(f"known has {len(known)} rows, the batch {len(self.items)}")
+        self._known = [frozenset(k) for k in known]
+        return list(self._roots)
 
     def step(self, parents: Sequence[TextNode], actions: Sequence[int]) -> list[TextNode]:
         """Children of ``parents`` by candidate slot; one batched model call for the live ones."""
@@ -121,7 +137,9 @@ class TextEnv:
                 self._seen[state.ids] = node
                 for i in rows:
                     children[i] = node
-        return children
+        return [
+            self._unless_known(p.row, child) for p, child in zip(parents, children, strict=True)
+        ]
 
     def recurrent_fn(self, parents: list[TextNode], actions: np.ndarray):
         """The search's model seam (see `step_output`)."""
@@ -129,6 +147,13 @@ class TextEnv:
         return step_output(children), children
 
     # -- internals -------------------------------------------------------------------------
+
+    def _unless_known(self, row: int, node: TextNode) -> TextNode:
+        """``node``, or a copy with reward 0 if it completes one of ``row``'s known solutions
+        (the cached node keeps its reward for searches that do not know it)."""
+        if node.terminal and node.reward > 0 and node.state.ids in self._known[row]:
+            return replace(node, reward=0.0)
+        return node
 
     def _allowed_ids(self, row: int, completion: str) -> list[int] | None:
         allowed = self.task.allowed_next(self.items[row], completion)

@@ -5,7 +5,8 @@ Round 0 pre-trains on solver solutions for ``llm.pretrain_fraction`` of the trai
 algorithm's method, and fits ``llm.round_steps`` gradient steps:
 
 - ``lm_distill``: batched search decoding of the training prompts (``llm.searches_per_prompt``
-  searches each); cross-entropy to the search policy over candidate tokens on the decoded and
+  searches each, batched together or, with ``llm.distinct_solutions``, one after another, each
+  after a solution the earlier ones did not find); cross-entropy to the search policy over candidate tokens on the decoded and
   every verified completion found + value to the verifier's outcome (`LMObjective`);
 - ``lm_sft_verified``: ``llm.samples_per_prompt`` samples, SFT on the verified ones;
 - ``lm_grpo``: the same samples, GRPO with group-relative advantages (`GRPOObjective`).
@@ -30,7 +31,7 @@ import lightning as L
 import numpy as np
 from lightning.pytorch.loggers import TensorBoardLogger
 
-from llm_bridge.decoding import TreeSearchSettings, decode
+from llm_bridge.decoding import TreeSearchSettings, decode, decode_distinct
 from llm_bridge.fitting import fit
 from llm_bridge.lm_checkpoint import load_lm, save_lm
 from llm_bridge.models import TinyLM, TinyLMSettings
@@ -95,16 +96,25 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
     """``(examples, objective, stats)`` for one round of the configured algorithm."""
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
     if cfg.algo.name == "lm_distill":
-        n = llm.searches_per_prompt
-        decoded = decode(
-            env,
-            [item for item in items for _ in range(n)],
-            llm.search,
-            budget=llm.simulations,
-            seed=seed,
-            settings=distill_search_settings(llm),
+        n, settings = llm.searches_per_prompt, distill_search_settings(llm)
+        if llm.distinct_solutions:
+            decoded = decode_distinct(
+                env,
+                items,
+                llm.search,
+                searches=n,
+                budget=llm.simulations,
+                seed=seed,
+                settings=settings,
+            )
+        else:
+            repeated = [item for item in items for _ in range(n)]
+            decoded = decode(
+                env, repeated, llm.search, budget=llm.simulations, seed=seed, settings=settings
+            )
+        examples = distill_examples(
+            env, items, decoded, n, solving_searches_only=llm.distinct_solutions
         )
-        examples = distill_examples(env, items, decoded, n)
         objective = LMObjective()
     else:
         n = llm.samples_per_prompt
@@ -129,11 +139,12 @@ def distill_search_settings(llm: LLMConfig) -> TreeSearchSettings:
         raise ValueError(f"llm.searches_per_prompt must be >= 1, got {llm.searches_per_prompt}")
     if llm.searches_per_prompt == 1:
         return TreeSearchSettings(tree_target_visits=llm.tree_target_visits)
-    if llm.search == "mcts" and llm.search_noise <= 0 and llm.search_temperature <= 0:
+    plain = llm.search_noise <= 0 and llm.search_temperature <= 0
+    if llm.search == "mcts" and plain and not llm.distinct_solutions:
         raise ValueError(
             f"llm.searches_per_prompt={llm.searches_per_prompt} with mcts needs "
-            "llm.search_noise > 0 or llm.search_temperature > 0: without either, every search "
-            "of a prompt builds the same tree"
+            "llm.search_noise > 0, llm.search_temperature > 0 or llm.distinct_solutions=true: "
+            "without any, every search of a prompt builds the same tree"
         )
     return TreeSearchSettings(
         tree_target_visits=llm.tree_target_visits,

@@ -202,6 +202,10 @@ class LLMConfig:
     searches_per_prompt: int = 1
     search_noise: float = 0.25  # Dirichlet fraction of repeated searches (PUCT)
     search_temperature: float = 1.0  # their played action ~ visits ** (1 / temperature) (PUCT)
+    # Run a prompt's searches one after another, each counting the solutions found before it as
+    # unsolved, so that a search that solves finds a new solution (llm_bridge.decode_distinct);
+    # a solved prompt then takes decision targets from its solving searches only.
+    distinct_solutions: bool = False
     # Distill also the visit counts of interior nodes visited this often; 0 = off. Measured at 4
     # (benchmarks.countdown_distill): worse, the targets teach the untrained value's guesses.
     tree_target_visits: int = 0

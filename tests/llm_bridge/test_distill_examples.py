@@ -1,11 +1,11 @@
 """Distillation data: every verified completion a search found is a whole sequence, each
-decision's target is placed once (averaged over the searches that reached it), and repeated
-searches of a prompt explore. Hand-built decodes pin the layout; real searches check the rest."""
+decision's target is placed once (averaged over the searches that reached it), repeated
+searches of a prompt explore, and distinct searches each look for a new solution. Hand-built decodes pin the layout; real searches check the rest."""
 
 import numpy as np
 import pytest
 
-from llm_bridge.decoding import Decoded, SearchTarget, TreeSearchSettings, decode
+from llm_bridge.decoding import Decoded, SearchTarget, TreeSearchSettings, decode, decode_distinct
 from llm_bridge.rounds import distill_examples
 from llm_bridge.train_text import distill_search_settings
 from mbrl.config import LLMConfig
@@ -110,6 +110,43 @@ def test_repeated_searches_of_a_prompt_explore(env, countdown):
     assert len(set(explored.ids)) > 1
 
 
+def test_solving_searches_only_drops_a_failed_search_of_a_solved_item():
+    examples = distill_examples(
+        _Env(), ["item"], _two_searches(), searches_per_item=2, solving_searches_only=True
+    )
+    decisions = {
+        tuple(e.ids[: t + 1]): tuple(policy)
+        for e in examples
+        for t, policy in zip(e.positions, e.policy, strict=True)
+    }
+    assert set(decisions) == {(1, 2), (1, 2, 5), (1, 2, 5, 6)}  # not the failed (1 2 6)
+    assert np.allclose(decisions[(1, 2)], [0.6, 0.4, 0.0])  # the solving search's alone
+    failed = next(e for e in examples if e.ids == [1, 2, 6, 9])
+    assert failed.value == 0.0  # still a value example
+    unsolved = Decoded(["x"], np.array([0.0]), [(1, 2, 6, 9)], 3, [[_target([1, 2], [1, 0, 0])]])
+    kept = distill_examples(_Env(), ["item"], unsolved, solving_searches_only=True)
+    assert kept[0].positions == [1]  # an item no search solved keeps every target
+
+
+def test_distinct_searches_each_find_a_new_solution(env, countdown):
+    items = countdown.test[:6]
+    decoded = decode_distinct(env, items, "mcts", searches=3, budget=64)
+    assert len(decoded.ids) == 18 and len(decoded.solutions) == 18
+    assert sum(map(bool, decoded.solutions[1::3])) > 0  # second searches solved some again
+    for i in range(len(items)):
+        found: set = set()
+        for solutions in decoded.solutions[3 * i : 3 * i + 3]:
+            assert not found & set(solutions)  # a search is solved only by new solutions
+            found.update(solutions)
+    first = decode(env, items, "mcts", budget=64)
+    assert decoded.ids[::3] == first.ids  # the first search is a plain one
+    assert decoded.forward_passes < 3 * first.forward_passes  # later ones reuse its nodes
+    with pytest.raises(ValueError, match="needs a search method"):
+        decode_distinct(env, items, "sample", searches=2, budget=4)
+    with pytest.raises(ValueError, match="searches must be >= 1, got 0"):
+        decode_distinct(env, items, "mcts", searches=0, budget=4)
+
+
 def test_repeated_plain_mcts_searches_are_refused_as_identical():
     with pytest.raises(ValueError, match="searches_per_prompt=4 with mcts needs"):
         distill_search_settings(
@@ -118,3 +155,7 @@ def test_repeated_plain_mcts_searches_are_refused_as_identical():
     with pytest.raises(ValueError, match="searches_per_prompt must be >= 1, got 0"):
         distill_search_settings(LLMConfig(searches_per_prompt=0))
     assert distill_search_settings(LLMConfig(searches_per_prompt=1)).dirichlet_fraction == 0.0
+    distinct = LLMConfig(
+        searches_per_prompt=4, search_noise=0.0, search_temperature=0.0, distinct_solutions=True
+    )
+    assert distill_search_settings(distinct).temperature == 0.0  # they differ once one solves

@@ -1,4 +1,4 @@
-"""TextEnv: grammar-constrained candidates, forced tokens, verifier rewards, the pass cache."""
+"""TextEnv: grammar-constrained candidates, forced tokens, verifier rewards, the pass cache,\nrestarts that know earlier solutions."""
 
 import numpy as np
 import pytest
@@ -16,6 +16,13 @@ def _act(env, node, char):
     return env.step([node], [int(slots[0])])[0]
 
 
+def _solve(env, node):
+    """Plays 3/4=3|4, 1-3|4=1|4, 6/1|4=24 from the root of Puzzle((1, 3, 4, 6))."""
+    for char in "3/4" + "1-" + "6/":
+        node = _act(env, node, char)
+    return node
+
+
 @pytest.fixture
 def wide_env(tiny_model, tokenizer, countdown):
     """Width = vocabulary, so every grammar-allowed token is a candidate."""
@@ -31,10 +38,8 @@ def test_candidates_are_exactly_the_grammar_allowed_tokens(wide_env):
 
 
 def test_forced_tokens_ride_along_with_the_choice_and_the_solution_earns_reward_one(wide_env):
-    node = wide_env.reset([Puzzle((1, 3, 4, 6))])[0]
     # Only the choices are made here; "=3|4," etc. follow because the grammar forces them.
-    for char in "3/4" + "1-" + "6/":
-        node = _act(wide_env, node, char)
+    node = _solve(wide_env, wide_env.reset([Puzzle((1, 3, 4, 6))])[0])
     assert node.terminal and node.reward == 1.0
     assert node.completion == "3/4=3|4,1-3|4=1|4,6/1|4=24"
     assert node.state.ids[-1] == wide_env.tokenizer.eos_id
@@ -54,6 +59,21 @@ def test_a_prefix_read_once_costs_no_second_forward_pass(env):
     again = env.step([root], [0])  # and across calls: none
     assert env.adapter.forward_passes == passes + 1
     assert first[0] is first[1] is again[0]
+
+
+def test_a_restart_keeps_evaluated_nodes_and_a_known_solution_earns_nothing(wide_env):
+    root = wide_env.reset([Puzzle((1, 3, 4, 6))])[0]
+    node = _solve(wide_env, root)
+    solution, passes = node.state.ids, wide_env.adapter.forward_passes
+    again = wide_env.restart([{solution}])[0]
+    assert again is root
+    again = _solve(wide_env, again)
+    assert again.state.ids == solution and again.reward == 0.0  # known: no reward this time
+    assert wide_env.adapter.forward_passes == passes  # every prefix was read before the restart
+    assert node.reward == 1.0  # the cached node is untouched
+    assert wide_env.restart([set()])[0] is root and _solve(wide_env, root).reward == 1.0
+    with pytest.raises(ValueError, match="known has 2 rows, the batch 1"):
+        wide_env.restart([set(), set()])
 
 
 def test_width_below_two_is_refused(tiny_model, tokenizer, countdown):

@@ -92,6 +92,20 @@ def test_repeated_searches_per_prompt_run_and_identical_ones_fail_before_pretrai
     assert not (tmp_path / "identical" / "checkpoints").exists()
 
 
+def test_distinct_plain_searches_per_prompt_run_a_round(tmp_path):
+    cfg = composed(
+        "experiment=countdown_distill",
+        f"run_dir={tmp_path / 'distinct'}",
+        *TINY,
+        "llm.searches_per_prompt=2",
+        "llm.search_noise=0",
+        "llm.search_temperature=0",
+        "llm.distinct_solutions=true",
+    )
+    record = train_text(cfg)["rounds"][1]
+    assert record["examples"] > 0 and record["data_passes"] > 0
+
+
 def test_init_from_accepts_extra_training_prompts_but_not_another_split(tmp_path, monkeypatch):
     pretrain = tmp_path / "pretrain"
     train_text(composed("experiment=countdown_pretrain", f"run_dir={pretrain}", *TINY))
