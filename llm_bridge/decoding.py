@@ -128,6 +128,10 @@ def decode_distinct(
         raise ValueError(f"decode_distinct needs a search method (mcts, gumbel), got {method!r}")
     if searches < 1:
         raise ValueError(f"searches must be >= 1, got {searches}")
+    if not isinstance(env, TextEnv):
+        raise ValueError(
+            f"decode_distinct needs token actions (a TextEnv), got {type(env).__name__}"
+        )
     settings = (settings or TreeSearchSettings())._replace(num_simulations=budget)
     before = env.adapter.forward_passes
     roots = env.reset(items)

@@ -7,6 +7,7 @@ import pytest
 
 from llm_bridge.decoding import Decoded, SearchTarget, TreeSearchSettings, decode, decode_distinct
 from llm_bridge.rounds import distill_examples
+from llm_bridge.step_env import StepTextEnv
 from llm_bridge.train_text import distill_search_settings
 from mbrl.config import LLMConfig
 
@@ -145,6 +146,9 @@ def test_distinct_searches_each_find_a_new_solution(env, countdown):
         decode_distinct(env, items, "sample", searches=2, budget=4)
     with pytest.raises(ValueError, match="searches must be >= 1, got 0"):
         decode_distinct(env, items, "mcts", searches=0, budget=4)
+    steps = StepTextEnv(env.adapter, env.tokenizer, countdown.task)
+    with pytest.raises(ValueError, match="needs token actions"):
+        decode_distinct(steps, items, "mcts", searches=2, budget=4)
 
 
 def test_repeated_plain_mcts_searches_are_refused_as_identical():
