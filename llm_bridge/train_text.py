@@ -5,9 +5,10 @@ Round 0 pre-trains on solver solutions for ``llm.pretrain_fraction`` of the trai
 algorithm's method, and fits ``llm.round_steps`` gradient steps:
 
 - ``lm_distill``: batched search decoding of the training prompts (``llm.searches_per_prompt``
-  searches each, batched together or, with ``llm.distinct_solutions``, one after another, each
-  after a solution the earlier ones did not find); cross-entropy to the search policy over candidate tokens on the decoded and
-  every verified completion found + value to the verifier's outcome (`LMObjective`);
+  searches each: batched together, or with ``llm.distinct_solutions`` one after another, each
+  after a solution the earlier ones did not find); cross-entropy to the search policy over
+  candidate tokens on the decoded and every verified completion found + value to the
+  verifier's outcome (`LMObjective`);
 - ``lm_sft_verified``: ``llm.samples_per_prompt`` samples, SFT on the verified ones;
 - ``lm_grpo``: the same samples, GRPO with group-relative advantages (`GRPOObjective`).
 
