@@ -37,6 +37,7 @@ def distill_examples(
     searches_per_item: int = 1,
     *,
     solving_searches_only: bool = False,
+    unsolved_targets: bool = True,
 ) -> list[SequenceExample]:
     """Search distillation: at every searched decision, cross-entropy to the search policy over
     the candidates; the value head learns the verifier's outcome.
@@ -50,7 +51,9 @@ def distill_examples(
 
     ``solving_searches_only``: an item some search solved takes decision targets only from the
     searches that solved it. For `decode_distinct`'s searches, where a later search steers away
-    from the solutions found before it, a failed one's targets would teach avoiding them."""
+    from the solutions found before it, a failed one's targets would teach avoiding them.
+    ``unsolved_targets=False``: an item no search solved trains the value head only (its
+    searches' targets rest on the value head's guesses, with no verified leaf behind them)."""
     if searches_per_item < 1 or len(decoded.ids) != len(items) * searches_per_item:
         raise ValueError(
             f"{len(decoded.ids)} decodes do not make {searches_per_item} per item for "
@@ -60,7 +63,10 @@ def distill_examples(
     for i, item in enumerate(items):
         rows = range(i * searches_per_item, (i + 1) * searches_per_item)
         solving = [row for row in rows if decoded.solutions and decoded.solutions[row]]
-        targeted = solving if solving_searches_only and solving else rows
+        if solving:
+            targeted = solving if solving_searches_only else rows
+        else:
+            targeted = rows if unsolved_targets else []
         examples.extend(_item_examples(len(env.prompt_ids(item)), decoded, rows, targeted))
     return examples
 

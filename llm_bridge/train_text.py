@@ -114,7 +114,12 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
                 env, repeated, llm.search, budget=llm.simulations, seed=seed, settings=settings
             )
         examples = distill_examples(
-            env, items, decoded, n, solving_searches_only=llm.distinct_solutions
+            env,
+            items,
+            decoded,
+            n,
+            solving_searches_only=llm.distinct_solutions,
+            unsolved_targets=llm.unsolved_policy_targets,
         )
         objective = LMObjective()
     else:

@@ -206,6 +206,9 @@ class LLMConfig:
     # unsolved, so that a search that solves finds a new solution (llm_bridge.decode_distinct);
     # a solved prompt then takes decision targets from its solving searches only.
     distinct_solutions: bool = False
+    # Distill the searches' policy on prompts no search solved (false: those train the value
+    # head only, since their targets rest on the untrained value's guesses).
+    unsolved_policy_targets: bool = True
     # Distill also the visit counts of interior nodes visited this often; 0 = off. Measured at 4
     # (benchmarks.countdown_distill): worse, the targets teach the untrained value's guesses.
     tree_target_visits: int = 0

@@ -129,6 +129,14 @@ def test_solving_searches_only_drops_a_failed_search_of_a_solved_item():
     assert kept[0].positions == [1]  # an item no search solved keeps every target
 
 
+def test_an_unsolved_item_can_train_the_value_head_only():
+    unsolved = Decoded(["x"], np.array([0.0]), [(1, 2, 6, 9)], 3, [[_target([1, 2], [1, 0, 0])]])
+    (example,) = distill_examples(_Env(), ["item"], unsolved, unsolved_targets=False)
+    assert example.ids == [1, 2, 6, 9] and example.positions == [] and example.value == 0.0
+    solved = distill_examples(_Env(), ["item"], _two_searches(), 2, unsolved_targets=False)
+    assert sum(len(e.positions) for e in solved) == 4  # a solved item keeps its targets
+
+
 def test_distinct_searches_each_find_a_new_solution(env, countdown):
     items = countdown.test[:6]
     decoded = decode_distinct(env, items, "mcts", searches=3, budget=64)
