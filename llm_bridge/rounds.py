@@ -6,6 +6,7 @@ runs the rounds.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ def distill_examples(
     *,
     solving_searches_only: bool = False,
     unsolved_targets: bool = True,
+    teacher_force_solutions: bool = False,
 ) -> list[SequenceExample]:
     """Search distillation: at every searched decision, cross-entropy to the search policy over
     the candidates; the value head learns the verifier's outcome.
@@ -53,7 +55,10 @@ def distill_examples(
     searches that solved it. For `decode_distinct`'s searches, where a later search steers away
     from the solutions found before it, a failed one's targets would teach avoiding them.
     ``unsolved_targets=False``: an item no search solved trains the value head only (its
-    searches' targets rest on the value head's guesses, with no verified leaf behind them)."""
+    searches' targets rest on the value head's guesses, with no verified leaf behind them).
+    ``teacher_force_solutions``: on a verified completion, every position that is no searched
+    decision of its item (the tokens the grammar forced: the arithmetic) learns its next token,
+    as in SFT."""
     if searches_per_item < 1 or len(decoded.ids) != len(items) * searches_per_item:
         raise ValueError(
             f"{len(decoded.ids)} decodes do not make {searches_per_item} per item for "
@@ -67,14 +72,23 @@ def distill_examples(
             targeted = solving if solving_searches_only else rows
         else:
             targeted = rows if unsolved_targets else []
-        examples.extend(_item_examples(len(env.prompt_ids(item)), decoded, rows, targeted))
+        examples.extend(
+            _item_examples(
+                len(env.prompt_ids(item)), decoded, rows, targeted, teacher_force_solutions
+            )
+        )
     return examples
 
 
 def _item_examples(
-    prompt_length: int, decoded: Decoded, rows: Sequence[int], targeted: Sequence[int]
+    prompt_length: int,
+    decoded: Decoded,
+    rows: Sequence[int],
+    targeted: Sequence[int],
+    teacher_force: bool,
 ) -> list[SequenceExample]:
-    """One item's examples from its searches ``rows``, with decision targets from ``targeted``."""
+    """One item's examples from its searches ``rows``, with decision targets from ``targeted``
+    (and next-token targets on verified completions, if ``teacher_force``)."""
     values: dict[tuple[int, ...], float] = {}  # sequence -> value target, in order found
     targets: dict[tuple[int, ...], list[SearchTarget]] = {}  # decision prefix -> its targets
     for row in rows:
@@ -99,7 +113,36 @@ def _item_examples(
         for ids, prefixes in placed.items()
         if prefixes or not np.isnan(values[ids])
     ]
+    if teacher_force:
+        on_paths = [_teacher_forced(e, targets, prompt_length) for e in on_paths]
     return on_paths + examples
+
+
+def _teacher_forced(
+    example: SequenceExample, targets: dict[tuple[int, ...], list], prompt_length: int
+) -> SequenceExample:
+    """A verified completion's example plus next-token targets at every position that is no
+    searched decision of its item (the tokens the grammar forced: the arithmetic)."""
+    if example.value != 1.0:
+        return example
+    ids, merged = (
+        example.ids,
+        dict(
+            zip(
+                example.positions, zip(example.candidates, example.policy, strict=True), strict=True
+            )
+        ),
+    )
+    for t in range(prompt_length - 1, len(ids) - 1):
+        if tuple(ids[: t + 1]) not in targets:
+            merged[t] = ([ids[t + 1]], [1.0])
+    positions = sorted(merged)
+    return replace(
+        example,
+        positions=positions,
+        candidates=[merged[t][0] for t in positions],
+        policy=[merged[t][1] for t in positions],
+    )
 
 
 def _example(

@@ -120,6 +120,7 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
             n,
             solving_searches_only=llm.distinct_solutions,
             unsolved_targets=llm.unsolved_policy_targets,
+            teacher_force_solutions=llm.teacher_force_solutions,
         )
         objective = LMObjective()
     else:

@@ -209,6 +209,9 @@ class LLMConfig:
     # Distill the searches' policy on prompts no search solved (false: those train the value
     # head only, since their targets rest on the untrained value's guesses).
     unsolved_policy_targets: bool = True
+    # On verified completions, also train the next token where no decision was searched (the
+    # tokens the grammar forced, i.e. the arithmetic), as pre-training and SFT do.
+    teacher_force_solutions: bool = False
     # Distill also the visit counts of interior nodes visited this often; 0 = off. Measured at 4
     # (benchmarks.countdown_distill): worse, the targets teach the untrained value's guesses.
     tree_target_visits: int = 0

@@ -137,6 +137,18 @@ def test_an_unsolved_item_can_train_the_value_head_only():
     assert sum(len(e.positions) for e in solved) == 4  # a solved item keeps its targets
 
 
+def test_teacher_forcing_adds_next_tokens_off_the_searched_decisions_of_solutions():
+    decoded = _two_searches()
+    plain = distill_examples(_Env(), ["item"], decoded, 2)
+    forced = distill_examples(_Env(), ["item"], decoded, 2, teacher_force_solutions=True)
+    by_ids = {tuple(e.ids): e for e in forced}
+    first = by_ids[(1, 2, 5, 5, 9)]  # decisions (1 2) and (1 2 5) are searched, (1 2 5 5) not
+    assert first.positions == [2, 3] and first.candidates[1] == [9] and first.policy[1] == [1.0]
+    assert by_ids[(1, 2, 5, 6, 9)].positions == [3]  # (1 2 5 6) is its one unplaced decision
+    failed = by_ids[(1, 2, 6, 9)]  # not verified: unchanged
+    assert failed.positions == next(e for e in plain if e.ids == [1, 2, 6, 9]).positions
+
+
 def test_distinct_searches_each_find_a_new_solution(env, countdown):
     items = countdown.test[:6]
     decoded = decode_distinct(env, items, "mcts", searches=3, budget=64)
