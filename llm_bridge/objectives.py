@@ -53,9 +53,15 @@ def sampled_log_probs(logits: torch.Tensor, batch: dict[str, torch.Tensor]) -> t
 class GRPOObjective:
     """Group-relative policy optimisation (Shao et al. 2024, DeepSeekMath): the clipped
     surrogate of PPO with the group-normalised verifier reward as every token's advantage,
-    averaged over each sequence's tokens. No KL penalty (beta = 0, as in DAPO/Dr. GRPO)."""
+    averaged over each sequence's tokens. No KL penalty (beta = 0, as in DAPO/Dr. GRPO).
+
+    ``dual_clip`` (Ye et al. 2020, dual-clip PPO; 0 = off): with a negative advantage the
+    clipped surrogate is unbounded in the ratio, and a token whose probability rose far above
+    the sampling policy's (through updates to other sequences) can blow the loss up; the term
+    is bounded below by ``dual_clip * advantage``."""
 
     clip: float = 0.2
+    dual_clip: float = 0.0
 
     def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
         heads = network(batch["ids"])
@@ -66,6 +72,9 @@ class GRPOObjective:
         surrogate = torch.minimum(
             ratio * advantage, ratio.clamp(1 - self.clip, 1 + self.clip) * advantage
         )
+        if self.dual_clip > 0:
+            bounded = torch.maximum(surrogate, self.dual_clip * advantage)
+            surrogate = torch.where(advantage < 0, bounded, surrogate)
         tokens = mask.sum(1).clamp_min(1)
         per_sequence = -(surrogate * mask).sum(1) / tokens
         loss = per_sequence.mean()

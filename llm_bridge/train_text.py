@@ -130,7 +130,7 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
             examples, objective = verified_examples(env, items, decoded, n), LMObjective()
         else:
             examples = grpo_examples(env, items, decoded, n, network)
-            objective = GRPOObjective(clip=llm.grpo_clip)
+            objective = GRPOObjective(clip=llm.grpo_clip, dual_clip=llm.grpo_dual_clip)
     stats = {
         "data_passes": decoded.forward_passes,
         "train_solve_rate": decoded.accuracy,  # per search or sample

@@ -221,6 +221,7 @@ class LLMConfig:
     keep_data: bool = True  # distill / SFT: train on pre-training data + all rounds' data so far
     samples_per_prompt: int = 8  # lm_sft_verified and lm_grpo: samples per prompt per round
     grpo_clip: float = 0.2
+    grpo_dual_clip: float = 0.0  # > 1 bounds the negative-advantage term (dual-clip PPO); 0 = off
     eval_prompts: int = 0  # test prompts in each greedy evaluation; 0 = all
 
 

@@ -197,3 +197,18 @@ def test_grpo_moves_a_sequence_with_its_advantage(tiny_model, advantage):
         GRPOObjective()(tiny_model, collate([example])).loss.backward()
         optimizer.step()
     assert (log_prob() - before) * advantage > 0
+
+
+def test_grpo_dual_clip_bounds_a_negative_advantage_whose_ratio_ran_away(tiny_model):
+    example = next_token_example([1, 5, 6, 7, 2], prompt_length=2, advantage=-1.0)
+    example.old_log_prob = [-30.0] * len(example.positions)  # sampled when far less likely
+    batch = collate([example])
+    unbounded = GRPOObjective()(tiny_model, batch).loss
+    bounded = GRPOObjective(dual_clip=3.0)(tiny_model, batch).loss
+    assert unbounded > 1e6 and torch.isclose(bounded, torch.tensor(3.0))
+    example.advantage = 1.0  # a positive advantage is untouched: clipped at 1 + clip
+    positive = collate([example])
+    assert (
+        GRPOObjective(dual_clip=3.0)(tiny_model, positive).loss
+        == GRPOObjective()(tiny_model, positive).loss
+    )
