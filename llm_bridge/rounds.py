@@ -125,14 +125,13 @@ def _teacher_forced(
     searched decision of its item (the tokens the grammar forced: the arithmetic)."""
     if example.value != 1.0:
         return example
-    ids, merged = (
-        example.ids,
-        dict(
-            zip(
-                example.positions, zip(example.candidates, example.policy, strict=True), strict=True
-            )
-        ),
-    )
+    ids = example.ids
+    merged = {  # position -> (candidate ids, target probabilities)
+        t: (candidates, policy)
+        for t, candidates, policy in zip(
+            example.positions, example.candidates, example.policy, strict=True
+        )
+    }
     for t in range(prompt_length - 1, len(ids) - 1):
         if tuple(ids[: t + 1]) not in targets:
             merged[t] = ([ids[t + 1]], [1.0])
