@@ -14,7 +14,7 @@ for 30% of the puzzles, 2,000 updates per round, four distinct-solution searches
 
     python -m benchmarks.countdown_distill --pretrained runs/cd_pre30 llm.pretrain_fraction=0.3 \
         llm.solutions_per_prompt=32 llm.pretrain_steps=1500 llm.round_steps=2000 \
-        llm.searches_per_prompt=4 llm.distinct_solutions=true
+        llm.searches_per_prompt=4 llm.distinct_solutions=true llm.unsolved_policy_targets=false
 
 Overrides apply to the pre-training (when ``--pretrained`` is missing) and to every method.
 
