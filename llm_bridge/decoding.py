@@ -31,6 +31,7 @@ import search
 from llm_bridge.text_env import TextEnv, TextNode
 
 METHODS = ("greedy", "sample", "best_of_n", "beam", "mcts", "gumbel")
+MAX_SEARCHES_FACTOR = 4  # decode_distinct with a pass budget: at most this many times `searches`
 
 
 @dataclass
@@ -114,6 +115,7 @@ def decode_distinct(
     budget: int,
     seed: int = 0,
     settings: TreeSearchSettings | None = None,
+    pass_budget: int = 0,
 ) -> Decoded:
     """``searches`` searches of every item, one after another, each looking for a solution the
     earlier ones did not find: completions already found earn reward 0 in later searches, so a
@@ -121,13 +123,20 @@ def decode_distinct(
     prior mostly find the same one again). Later searches reuse every node the earlier ones
     evaluated, so they cost passes only for new prefixes, as searches batched together would.
 
-    Rows are item-major, as ``decode`` of each item repeated ``searches`` times: row
-    ``i * searches + k`` is item i's k-th search. A row's reward is 1 only for a solution new
-    to it; ``solutions`` holds the new ones."""
+    With ``pass_budget`` > 0, more searches (up to ``MAX_SEARCHES_FACTOR * searches``) follow
+    while the next one, costed as the one before, keeps the total within ``pass_budget`` forward
+    passes: as the model grows confident its searches reuse more of the tree, so a fixed
+    compute budget buys more of them. ``searches`` always run, whatever they cost.
+
+    Rows are item-major, as ``decode`` of each item repeated S times, S being the searches run
+    (``len(rows) // len(items)``): row ``i * S + k`` is item i's k-th search. A row's reward is
+    1 only for a solution new to it; ``solutions`` holds the new ones."""
     if method not in ("mcts", "gumbel"):
         raise ValueError(f"decode_distinct needs a search method (mcts, gumbel), got {method!r}")
     if searches < 1:
         raise ValueError(f"searches must be >= 1, got {searches}")
+    if pass_budget < 0:
+        raise ValueError(f"pass_budget must be >= 0 (0 = off), got {pass_budget}")
     if not isinstance(env, TextEnv):
         raise ValueError(
             f"decode_distinct needs token actions (a TextEnv), got {type(env).__name__}"
@@ -136,17 +145,24 @@ def decode_distinct(
     before = env.adapter.forward_passes
     roots = env.reset(items)
     known: list[set[tuple[int, ...]]] = [set() for _ in items]
-    runs = []
-    for k in range(searches):
+    most = searches if pass_budget == 0 else MAX_SEARCHES_FACTOR * searches
+    runs, last_cost = [], 0
+    for k in range(most):
+        spent = env.adapter.forward_passes - before
+        if k >= searches and spent + last_cost > pass_budget:
+            break  # the next search, costed as the last, would not fit
         if k > 0:
             roots = env.restart(known)
+        # Seeds as without a budget, so its first `searches` match; an extra search's seed is
+        # another round's (seed + 1), harmless since that round searches with another model.
         nodes, targets, solutions = _search_decode(
             env, roots, method, settings, seed * searches + k
         )
         for found, new in zip(known, solutions, strict=True):
             found.update(new)
         runs.append((nodes, targets, solutions))
-    rows = [(i, k) for i in range(len(items)) for k in range(searches)]
+        last_cost = env.adapter.forward_passes - before - spent
+    rows = [(i, k) for i in range(len(items)) for k in range(len(runs))]
     return _decoded(
         [runs[k][0][i] for i, k in rows],
         env.adapter.forward_passes - before,

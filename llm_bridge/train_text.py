@@ -107,7 +107,9 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
                 budget=llm.simulations,
                 seed=seed,
                 settings=settings,
+                pass_budget=llm.search_pass_budget,
             )
+            n = len(decoded.rewards) // len(items)  # the budget may have bought more searches
         else:
             repeated = [item for item in items for _ in range(n)]
             decoded = decode(
@@ -137,6 +139,8 @@ def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, ne
         "train_solved_any": float((decoded.rewards.reshape(len(items), n).max(1) > 0).mean()),
         "examples": len(examples),
     }
+    if cfg.algo.name == "lm_distill":
+        stats["searches_per_prompt"] = n
     return examples, objective, stats
 
 
@@ -144,6 +148,11 @@ def distill_search_settings(llm: LLMConfig) -> TreeSearchSettings:
     """One plain search per prompt, or ``searches_per_prompt`` exploring ones (see LLMConfig)."""
     if llm.searches_per_prompt < 1:
         raise ValueError(f"llm.searches_per_prompt must be >= 1, got {llm.searches_per_prompt}")
+    if llm.search_pass_budget < 0 or (llm.search_pass_budget and not llm.distinct_solutions):
+        raise ValueError(
+            f"llm.search_pass_budget={llm.search_pass_budget}: must be 0 (off), or > 0 "
+            "with llm.distinct_solutions=true, whose searches it extends"
+        )
     if llm.searches_per_prompt == 1:
         return TreeSearchSettings(tree_target_visits=llm.tree_target_visits)
     plain = llm.search_noise <= 0 and llm.search_temperature <= 0

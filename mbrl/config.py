@@ -206,6 +206,10 @@ class LLMConfig:
     # unsolved, so that a search that solves finds a new solution (llm_bridge.decode_distinct);
     # a solved prompt then takes decision targets from its solving searches only.
     distinct_solutions: bool = False
+    # With distinct_solutions: a round's forward-pass budget for its searches; 0 = off. Past
+    # searches_per_prompt, further searches run while the next fits in it (decode_distinct), so
+    # later rounds, whose confident model reuses more of its trees, spend what the first did.
+    search_pass_budget: int = 0
     # Distill the searches' policy on prompts no search solved (false: those train the value
     # head only, since their targets rest on the untrained value's guesses).
     unsolved_policy_targets: bool = True

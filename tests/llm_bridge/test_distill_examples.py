@@ -2,10 +2,19 @@
 decision's target is placed once (averaged over the searches that reached it), repeated
 searches of a prompt explore, and distinct searches each look for a new solution. Hand-built decodes pin the layout; real searches check the rest."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 
-from llm_bridge.decoding import Decoded, SearchTarget, TreeSearchSettings, decode, decode_distinct
+from llm_bridge.decoding import (
+    MAX_SEARCHES_FACTOR,
+    Decoded,
+    SearchTarget,
+    TreeSearchSettings,
+    decode,
+    decode_distinct,
+)
 from llm_bridge.rounds import distill_examples
 from llm_bridge.step_env import StepTextEnv
 from llm_bridge.train_text import distill_search_settings
@@ -171,6 +180,25 @@ def test_distinct_searches_each_find_a_new_solution(env, countdown):
         decode_distinct(steps, items, "mcts", searches=2, budget=4)
 
 
+def test_a_pass_budget_buys_further_distinct_searches(env, countdown):
+    items, exploring = (
+        countdown.test[:4],
+        TreeSearchSettings(dirichlet_fraction=0.25, temperature=1),
+    )
+    search = partial(decode_distinct, env, items, "mcts", searches=2, budget=16, settings=exploring)
+    plain = search()
+    assert search(pass_budget=1).ids == plain.ids  # the searches asked for run whatever they cost
+    ample = search(pass_budget=10**9)
+    runs = MAX_SEARCHES_FACTOR * 2
+    assert len(ample.ids) == runs * len(items) and ample.ids[::runs] == plain.ids[::2]
+    assert ample.forward_passes > plain.forward_passes
+    for i in range(len(items)):  # every further search, too, is solved only by new solutions
+        found = [s for solutions in ample.solutions[runs * i : runs * (i + 1)] for s in solutions]
+        assert len(found) == len(set(found))
+    with pytest.raises(ValueError, match="pass_budget must be >= 0"):
+        decode_distinct(env, items, "mcts", searches=2, budget=4, pass_budget=-1)
+
+
 def test_repeated_plain_mcts_searches_are_refused_as_identical():
     with pytest.raises(ValueError, match="searches_per_prompt=4 with mcts needs"):
         distill_search_settings(
@@ -183,3 +211,5 @@ def test_repeated_plain_mcts_searches_are_refused_as_identical():
         searches_per_prompt=4, search_noise=0.0, search_temperature=0.0, distinct_solutions=True
     )
     assert distill_search_settings(distinct).temperature == 0.0  # they differ once one solves
+    with pytest.raises(ValueError, match=r"search_pass_budget=1000: must be 0 \(off\), or > 0"):
+        distill_search_settings(LLMConfig(searches_per_prompt=4, search_pass_budget=1000))

@@ -9,6 +9,7 @@ from hydra import compose, initialize_config_module
 
 from llm_bridge import train_text as train_text_module
 from llm_bridge.decode_command import DecodeCommandConfig, run_decode
+from llm_bridge.decoding import MAX_SEARCHES_FACTOR
 from llm_bridge.examples import collate, next_token_example
 from llm_bridge.fitting import fit
 from llm_bridge.lm_checkpoint import load_lm
@@ -92,7 +93,7 @@ def test_repeated_searches_per_prompt_run_and_identical_ones_fail_before_pretrai
     assert not (tmp_path / "identical" / "checkpoints").exists()
 
 
-def test_distinct_plain_searches_per_prompt_run_a_round(tmp_path):
+def test_distinct_plain_searches_per_prompt_run_a_round_and_a_pass_budget_adds_more(tmp_path):
     cfg = composed(
         "experiment=countdown_distill",
         f"run_dir={tmp_path / 'distinct'}",
@@ -101,9 +102,11 @@ def test_distinct_plain_searches_per_prompt_run_a_round(tmp_path):
         "llm.search_noise=0",
         "llm.search_temperature=0",
         "llm.distinct_solutions=true",
+        "llm.search_pass_budget=1000000000",
     )
     record = train_text(cfg)["rounds"][1]
     assert record["examples"] > 0 and record["data_passes"] > 0
+    assert record["searches_per_prompt"] == MAX_SEARCHES_FACTOR * 2
 
 
 def test_init_from_accepts_extra_training_prompts_but_not_another_split(tmp_path, monkeypatch):
