@@ -1,4 +1,4 @@
-"""Search distillation against SFT on verified samples and GRPO, at the same sample budget.
+r"""Search distillation against SFT on verified samples and GRPO, at the same sample budget.
 
 All three start from the same pre-trained TinyLM (experiment=countdown_pretrain, trained first
 if missing) and run three rounds over the Countdown-24 training puzzles. Distillation searches
@@ -9,12 +9,17 @@ a round of search did. After each round: greedy accuracy on the 262 test puzzles
     python -m benchmarks.countdown_distill
     python -m benchmarks.countdown_distill --methods distill llm.round_prompts=200   # shorter
 
-The best recipe so far (README, "Distinct solutions"): a start pre-trained on up to 32 solutions
-for 30% of the puzzles, 2,000 updates per round, four distinct-solution searches per puzzle:
+The best recipe so far (README, "Distinct solutions"; experiment=countdown_distill_distinct): a
+start pre-trained on up to 32 solutions for 30% of the puzzles, 2,000 updates per round, at least
+four distinct-solution searches per puzzle and more while a round's passes stay within 100k:
 
     python -m benchmarks.countdown_distill --pretrained runs/cd_pre30 llm.pretrain_fraction=0.3 \
         llm.solutions_per_prompt=32 llm.pretrain_steps=1500 llm.round_steps=2000 \
-        llm.searches_per_prompt=4 llm.distinct_solutions=true llm.unsolved_policy_targets=false
+        llm.searches_per_prompt=4 llm.distinct_solutions=true llm.unsolved_policy_targets=false \
+        llm.search_pass_budget=100000
+
+The baselines' samples are matched to round 1's passes; with the pass budget distillation's later
+rounds spend about as much as theirs (~95k), so its three rounds cost no more passes in all.
 
 Overrides apply to the pre-training (when ``--pretrained`` is missing) and to every method.
 
