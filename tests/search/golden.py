@@ -1,4 +1,5 @@
-"""Loading mctx golden records (``shared/testdata/mctx_golden``) and running our search on them."""
+"""Loading mctx golden records (``tests/data/mctx_golden``, vendored so a plain clone runs
+the whole suite) and running our search on them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 import search
 
-GOLDEN_DIR = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "mctx_golden"
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "data" / "mctx_golden"
 
 
 def golden_paths() -> list[Path]:
