@@ -21,13 +21,14 @@ import torch
 from transformers import AutoModelForCausalLM, DynamicCache
 
 from llm_bridge.adapter import (
-    OVERFLOW_CHOICES,
     LMAdapter,
     LMOutput,
     LMState,
+    check_overflow,
     continuation_log_probs,
 )
 from llm_bridge.transformer_adapter import pad_right
+from mbrl.checkpoint import load_safely
 
 CONFIG_FILE = "config.json"
 # Any one of these holds the weights (the index files name the shards of a sharded checkpoint).
@@ -101,13 +102,11 @@ class HFAdapter(LMAdapter):
         tokenizer=None,
     ) -> None:
         super().__init__()
-        if overflow not in OVERFLOW_CHOICES:
-            raise ValueError(f"overflow must be one of {OVERFLOW_CHOICES}, got {overflow!r}")
         config = model.config.get_text_config()
         self.model = model.eval()
         self.value_head = None if value_head is None else value_head.eval()
         self.tokenizer = tokenizer
-        self.overflow = overflow
+        self.overflow = check_overflow(overflow)
         self.use_cache = use_cache
         self.vocab_size = int(config.vocab_size)
         self.eos_id = _eos_id(config)
@@ -143,7 +142,7 @@ class HFAdapter(LMAdapter):
             head = torch.nn.Linear(hidden_size, 1)
             head_file = directory / VALUE_HEAD_FILE
             if head_file.is_file():
-                head.load_state_dict(torch.load(head_file, map_location="cpu", weights_only=True))
+                head.load_state_dict(load_safely(head_file))
             head = head.to(device=device, dtype=dtype)
         tokenizer = None
         if any((directory / name).is_file() for name in TOKENIZER_FILES):

@@ -1,8 +1,9 @@
 """LM checkpoints: the weights plus what is needed to rebuild model, tokenizer and task.
 
 Written atomically (`mbrl.checkpoint.save_atomically`), so a run killed mid-write keeps the
-previous round's checkpoint. ``load_lm`` fails loudly on a missing file or a checkpoint of
-another kind.
+previous round's checkpoint. Everything is saved as tensors and plain values (the data pool as
+dicts), and ``load_lm`` reads with `mbrl.checkpoint.load_safely` (``weights_only=True``), so a
+crafted file cannot run code; it fails loudly on a missing file or a checkpoint of another kind.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import torch
-
+from llm_bridge.examples import SequenceExample
 from llm_bridge.models import TinyLM, TinyLMSettings
 from llm_bridge.tokenizer import CharTokenizer
-from mbrl.checkpoint import save_atomically
+from mbrl.checkpoint import load_safely, save_atomically
 
 KIND = "llm_bridge.tiny_lm"
 
@@ -28,6 +28,9 @@ class LoadedLM(NamedTuple):
 
 
 def save_lm(path: Path, model: TinyLM, tokenizer: CharTokenizer, task: dict, **state: Any) -> None:
+    """``state`` holds plain values; a ``pool`` of `SequenceExample` is stored as dicts."""
+    if "pool" in state:
+        state["pool"] = [dataclasses.asdict(example) for example in state["pool"]]
     save_atomically(
         {
             "kind": KIND,
@@ -50,7 +53,7 @@ def load_lm(path: str | Path) -> LoadedLM:
             f"no LM checkpoint at {path}; train one with e.g. `mbrl-train "
             "experiment=countdown_pretrain` and pass its run directory or .pt file"
         )
-    saved = torch.load(path, map_location="cpu", weights_only=False)
+    saved = load_safely(path)
     if not isinstance(saved, dict) or saved.get("kind") != KIND:
         raise ValueError(f"{path} is not an llm_bridge LM checkpoint (kind {KIND!r})")
     model = TinyLM(TinyLMSettings(**saved["settings"]))
@@ -58,4 +61,6 @@ def load_lm(path: str | Path) -> LoadedLM:
     state = {
         k: v for k, v in saved.items() if k not in ("kind", "settings", "alphabet", "task", "model")
     }
+    if "pool" in state:
+        state["pool"] = [SequenceExample(**example) for example in state["pool"]]
     return LoadedLM(model, CharTokenizer(saved["alphabet"]), saved["task"], state)

@@ -1,14 +1,23 @@
-"""Checkpoints: written atomically, checked loudly when loaded for another game or network.
+"""Checkpoints: written atomically, loaded without running code, checked loudly when loaded for
+another game or network.
 
 A Lightning checkpoint here holds the weights, optimizer, scheduler, loop counters, the self-play
 data module (replay buffer, games in progress, RNG) and the callbacks' state (evaluation history,
-Elo pool); the periodic step checkpoints leave the replay buffer out. ``AtomicCheckpointIO`` writes to a temporary file in the same directory and renames it
-over the target, so a run killed mid-write leaves the previous checkpoint intact.
+Elo pool); the periodic step checkpoints leave the replay buffer out. ``AtomicCheckpointIO``
+writes to a temporary file in the same directory and renames it over the target, so a run killed
+mid-write leaves the previous checkpoint intact.
+
+Every load goes through `load_safely`: ``torch.load(weights_only=True)``, which accepts tensors
+and plain values (numbers, strings, lists, dicts) and refuses any other Python object, because
+unpickling one can run arbitrary code: a crafted file must not run a command on the machine of
+whoever evaluates it. Everything this project saves is made of plain values for that reason.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,11 +27,47 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 METADATA_KEY = "mbrl"
 LAST = "last.ckpt"
+STEP_PATTERN = "step*.ckpt"  # ModelCheckpoint's filename="step{step:06d}"
+TEMPORARY_PATTERN = ".*.tmp"  # `save_atomically`'s files, left behind by a killed write
+
+
+class UnsafeCheckpointError(ValueError):
+    """A file holding Python objects other than tensors and plain values."""
+
+
+class CorruptCheckpointError(ValueError):
+    """A file that is not a complete checkpoint (truncated, overwritten, another format)."""
+
+
+def load_safely(path: str | os.PathLike, map_location: Any = "cpu") -> Any:
+    """``torch.load(path, weights_only=True)``, with one clear error per way it can fail."""
+    path = Path(path)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except FileNotFoundError:
+        raise
+    except pickle.UnpicklingError as error:
+        found = re.search(r"GLOBAL (\S+)", str(error))
+        if found is None:  # not an object torch refused: bytes that are no pickle at all
+            raise CorruptCheckpointError(
+                f"{path} is not a readable checkpoint (truncated or corrupt)"
+            ) from None
+        raise UnsafeCheckpointError(
+            f"{path} holds a Python object ({found[1]}) other than tensors and plain values; "
+            "it is refused because loading such an object can run arbitrary code"
+        ) from None
+    except Exception as error:  # truncated zip, foreign bytes: torch raises many types
+        reason = str(error).strip().split(". ")[0].splitlines()[0] if str(error).strip() else ""
+        detail = f": {reason}" if len(reason) > 8 else ""  # not KeyError's bare "101"
+        raise CorruptCheckpointError(
+            f"{path} is not a readable checkpoint (truncated or corrupt{detail})"
+        ) from None
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """Atomic writes; only ``last.ckpt`` (what a re-run resumes from) carries the replay buffer,
-    so the periodic ``stepNNNNNN.ckpt`` files stay small (weights, optimizer, counters)."""
+    """Atomic writes and safe loads; only ``last.ckpt`` (what a re-run resumes from) carries the
+    replay buffer, so the periodic ``stepNNNNNN.ckpt`` files stay small (weights, optimizer,
+    counters)."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
         path = Path(path)
@@ -34,6 +79,10 @@ class AtomicCheckpointIO(TorchCheckpointIO):
                 for key, value in checkpoint.items()
             }
         save_atomically(checkpoint, path)
+
+    def load_checkpoint(self, path, map_location=None, weights_only=None) -> dict[str, Any]:
+        del weights_only  # always True, whatever a caller asks
+        return load_safely(path, map_location=map_location or "cpu")
 
 
 def save_atomically(obj: Any, path: Path) -> None:
@@ -50,11 +99,19 @@ def save_atomically(obj: Any, path: Path) -> None:
         raise
 
 
+def remove_temporaries(directory: Path) -> list[Path]:
+    """Delete the temporary files a killed `save_atomically` left in ``directory``."""
+    leftovers = sorted(Path(directory).glob(TEMPORARY_PATTERN))
+    for path in leftovers:
+        path.unlink(missing_ok=True)
+    return leftovers
+
+
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     """Load a checkpoint written by ``mbrl-train``, with clear errors for the usual mistakes."""
     path = Path(path)
     if path.is_dir():  # a run directory: its latest checkpoint
-        candidate = path / "checkpoints" / "last.ckpt"
+        candidate = path / "checkpoints" / LAST
         if not candidate.exists():
             raise FileNotFoundError(
                 f"no checkpoint in run directory {path} (looked for {candidate})"
@@ -62,13 +119,38 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         path = candidate
     if not path.exists():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # a truncated or foreign file
-        raise ValueError(f"{path} is not a readable mbrl checkpoint: {error}") from error
+    checkpoint = load_safely(path)
     if not isinstance(checkpoint, dict) or METADATA_KEY not in checkpoint:
         raise ValueError(f"{path} is not an mbrl checkpoint (it has no {METADATA_KEY!r} section)")
     return checkpoint
+
+
+def resumable(directory: Path) -> tuple[Path | None, list[str]]:
+    """The newest checkpoint in ``directory`` that loads (``last.ckpt``, else the step
+    checkpoints from the newest), and one line per newer one that did not."""
+    steps = sorted(Path(directory).glob(STEP_PATTERN), reverse=True)
+    problems = []
+    for path in [Path(directory) / LAST, *steps]:
+        if not path.exists():
+            continue
+        try:
+            load_checkpoint_lazily(path)
+        except ValueError as error:
+            problems.append(str(error))
+            continue
+        return path, problems
+    return None, problems
+
+
+def load_checkpoint_lazily(path: Path) -> None:
+    """Read ``path``'s structure without reading its tensors (memory-mapped): cheap enough to
+    vet a multi-gigabyte replay buffer before Lightning loads it for real."""
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:
+        checkpoint = load_safely(path)  # raises the clear error for whatever went wrong
+    if not isinstance(checkpoint, dict) or METADATA_KEY not in checkpoint:
+        raise CorruptCheckpointError(f"{path} is not an mbrl checkpoint")
 
 
 def check_compatible(metadata: dict, game_spec: dict, where: str) -> None:

@@ -60,7 +60,7 @@ def test_eval_errors_name_the_bad_input(trained_run, tmp_path):
         evaluate(EvalCommandConfig(checkpoint=str(tmp_path)))
     junk = tmp_path / "junk.ckpt"
     junk.write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match="not a readable mbrl checkpoint"):
+    with pytest.raises(ValueError, match=r"junk\.ckpt is not a readable checkpoint"):
         evaluate(EvalCommandConfig(checkpoint=str(junk)))
 
 
