@@ -32,6 +32,7 @@ import lightning as L
 import numpy as np
 from lightning.pytorch.loggers import TensorBoardLogger
 
+from llm_bridge.adapter import check_overflow
 from llm_bridge.decoding import TreeSearchSettings, decode, decode_distinct
 from llm_bridge.fitting import fit
 from llm_bridge.lm_checkpoint import load_lm, save_lm
@@ -42,8 +43,13 @@ from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.text_env import TextEnv
 from llm_bridge.tokenizer import CharTokenizer
 from llm_bridge.transformer_adapter import TransformerAdapter
+from mbrl.checkpoint import remove_temporaries
 from mbrl.config import LLMConfig, TrainConfig
+from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.system import OptimSettings, System
+from mbrl.validation import validate
+
+SEARCH_METHODS = ("mcts", "gumbel")  # distillation's search
 
 
 def task_spec(cfg: TrainConfig) -> dict:
@@ -176,18 +182,23 @@ def evaluate_greedy(env: TextEnv, test: list, limit: int) -> dict:
 
 
 def train_text(cfg: TrainConfig) -> dict:
-    from mbrl.train import claim_run_dir, validate  # shared run-directory rules
-
     validate(cfg)
     llm = cfg.llm
     if llm.backend != "tiny":
         raise ValueError(f"llm.backend must be 'tiny' for training, got {llm.backend!r}")
+    check_overflow(llm.overflow, "llm.overflow")
+    if llm.search not in SEARCH_METHODS:
+        raise ValueError(
+            f"llm.search must be one of {' | '.join(SEARCH_METHODS)}, got {llm.search!r}"
+        )
     if cfg.algo.name == "lm_distill":
         distill_search_settings(llm)  # bad search settings fail before pre-training
-    run_dir = claim_run_dir(cfg)
+    run_dir = check_run_dir(cfg)  # nothing is written there until every part is built
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     split = task_from_spec(task_spec(cfg))
     last = run_dir / "checkpoints" / "last.pt"
+    if last.parent.is_dir():
+        remove_temporaries(last.parent)
     tokenizer = CharTokenizer()
     model, history, start, pool = _initial_model(cfg, tokenizer, split, last, run_dir)
     env = build_env(
@@ -205,6 +216,7 @@ def train_text(cfg: TrainConfig) -> dict:
         _pretrain_items(split.train, llm.pretrain_fraction, cfg.seed),
         llm.solutions_per_prompt,
     )
+    claim_run_dir(cfg)
     for round_index in range(start, rounds + 1):
         began = time.time()
         if round_index == 0:
@@ -259,7 +271,7 @@ def _initial_model(cfg: TrainConfig, tokenizer: CharTokenizer, split, last: Path
     """``(model, history, first round to run, data pool)``: resumed, loaded from init_from,
     or fresh."""
     llm = cfg.llm
-    if cfg.resume and last.exists():
+    if cfg.resume and not cfg.overwrite and last.exists():
         loaded = load_lm(last)
         print(f"resuming {run_dir} after round {loaded.state['round']}")
         state = loaded.state

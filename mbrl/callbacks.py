@@ -18,6 +18,7 @@ from games.opponents import make_opponent
 from mbrl.agent import SearchAgent
 from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
 from mbrl.evaluation.episodes import run_episodes
+from mbrl.graceful_stop import EvaluationAborted, GracefulStop
 from mbrl.selfplay.planner import SearchSettings
 
 # Elo matches are between deterministic searchers: without varied openings every game with the
@@ -61,6 +62,12 @@ class PeriodicEvaluation(L.Callback, ABC):
     _clock: float | None = None
     train_seconds: float = 0.0
     max_train_seconds: float = 0.0  # 0 = no limit; see `limit_training_time`
+    stop: GracefulStop | None = None  # a stop signal skips or abandons evaluations
+
+    def watch(self, stop: GracefulStop) -> None:
+        """After ``stop`` receives a signal, evaluations are skipped, and one in progress is
+        abandoned: the run should end quickly with its checkpoint."""
+        self.stop = stop
 
     def limit_training_time(self, minutes: float) -> None:
         """Stop once the training clock (evaluations excluded) passes ``minutes``: a time budget
@@ -86,13 +93,25 @@ class PeriodicEvaluation(L.Callback, ABC):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if self.every and trainer.global_step % self.every == 0:
-            self.evaluate(trainer, pl_module)
+            self._evaluate_unless_stopped(trainer, pl_module)
         if self._out_of_time():
             trainer.should_stop = True
 
     def on_train_end(self, trainer, pl_module):
         if not self.every or trainer.global_step % self.every:
+            self._evaluate_unless_stopped(trainer, pl_module)
+
+    def _evaluate_unless_stopped(self, trainer, pl_module) -> None:
+        if self.stop is None:
             self.evaluate(trainer, pl_module)
+            return
+        if self.stop.received is not None:
+            return
+        try:
+            with self.stop.abortable():
+                self.evaluate(trainer, pl_module)
+        except EvaluationAborted:
+            self._clock = time.perf_counter()  # the training clock resumes (the run is ending)
 
     @abstractmethod
     def evaluate(self, trainer, pl_module) -> dict:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
-import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -22,28 +21,24 @@ from games import BoardGame
 from games.symmetry import GAME_SYMMETRIES, BoardSymmetries, board_symmetries
 from mbrl.agent import LatentSearchAgent
 from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback, SelfPlayMonitor
-from mbrl.checkpoint import AtomicCheckpointIO
+from mbrl.checkpoint import LAST, AtomicCheckpointIO, remove_temporaries, resumable
 from mbrl.config import (
-    ALGORITHMS,
-    GAME_KINDS,
-    GUMBEL_ALGORITHMS,
     LATENT_ALGORITHMS,
-    LM_ALGORITHMS,
-    RESUMABLE_CHANGES,
     TrainConfig,
 )
 from mbrl.environments import build_latent_network, make_environment
+from mbrl.graceful_stop import GracefulStop
 from mbrl.networks import AlphaZeroNet
 from mbrl.objectives import AlphaZeroObjective, MuZeroObjective
 from mbrl.replay import ReplayBuffer
 from mbrl.replay.episodes import EpisodeReplay, UnrollSettings
 from mbrl.replay.targets import alphazero_fields
+from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.selfplay.embedded import LoopSettings, SelfPlayDataModule
 from mbrl.selfplay.latent_loop import LatentSelfPlayDataModule, LatentSettings
 from mbrl.selfplay.planner import SearchSettings
 from mbrl.system import OptimSettings, System
-
-EXPERIMENT_FILE = "experiment.json"
+from mbrl.validation import validate
 
 
 def search_settings(cfg: TrainConfig) -> SearchSettings:
@@ -61,103 +56,6 @@ def build_network(game: BoardGame, model_cfg) -> AlphaZeroNet:
         blocks=model_cfg.blocks,
         value_hidden=model_cfg.value_hidden,
     )
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and key != "params":
-            flat.update(_flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
-
-
-def _identity(cfg: TrainConfig) -> dict:
-    """The settings that define an experiment (everything a resume may not change)."""
-    flat = _flatten(dataclasses.asdict(cfg))
-    return {
-        k: v
-        for k, v in flat.items()
-        if not any(k == c or k.startswith(f"{c}.") for c in RESUMABLE_CHANGES)
-    }
-
-
-def claim_run_dir(cfg: TrainConfig) -> Path:
-    """Create or re-enter ``cfg.run_dir``; refuse one that holds another experiment."""
-    run_dir = Path(cfg.run_dir)
-    marker = run_dir / EXPERIMENT_FILE
-    identity = _identity(cfg)
-    if marker.exists() and not cfg.overwrite:
-        saved = json.loads(marker.read_text())
-        # A key added to the config after the run was made reads as its default there.
-        defaults = _identity(TrainConfig())
-        for key in identity.keys() - saved.keys():
-            if key in defaults:
-                saved[key] = defaults[key]
-        changed = sorted(
-            k for k in saved.keys() | identity.keys() if saved.get(k) != identity.get(k)
-        )
-        if changed:
-            details = ", ".join(f"{k}: {saved.get(k)!r} -> {identity.get(k)!r}" for k in changed)
-            raise ValueError(
-                f"run directory {run_dir} holds another experiment ({details}). Choose another "
-                f"run_dir=..., or pass overwrite=true to delete it and start afresh."
-            )
-    if cfg.overwrite:
-        for child in (
-            "checkpoints",
-            "tb",
-            "eval.jsonl",
-            "eval_results.json",
-            "rounds.jsonl",
-            EXPERIMENT_FILE,
-        ):
-            path = run_dir / child
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps(identity, indent=1, sort_keys=True))
-    return run_dir
-
-
-def validate(cfg: TrainConfig) -> None:
-    if cfg.algo.name not in ALGORITHMS:
-        raise ValueError(f"algo.name must be one of {ALGORITHMS}, got {cfg.algo.name!r}")
-    if cfg.game.kind not in GAME_KINDS:
-        raise ValueError(f"game.kind must be one of {GAME_KINDS}, got {cfg.game.kind!r}")
-    if (cfg.game.kind == "text") != (cfg.algo.name in LM_ALGORITHMS):
-        raise ValueError(
-            f"algo={cfg.algo.name} does not train on game.kind={cfg.game.kind}: language-model "
-            f"tasks (game.kind=text) take algo={' | '.join(LM_ALGORITHMS)}, and those train "
-            "only on text tasks"
-        )
-    for key in ("max_minutes", "max_train_minutes"):
-        if not getattr(cfg.trainer, key) >= 0:
-            raise ValueError(
-                f"trainer.{key} must be >= 0 (0 = no limit), got {getattr(cfg.trainer, key)}"
-            )
-    if not 0.0 <= cfg.algo.search_value_weight <= 1.0:
-        raise ValueError(
-            "algo.search_value_weight must be in [0, 1] (0 = the game outcome only), got "
-            f"{cfg.algo.search_value_weight}"
-        )
-    if cfg.game.kind == "text":
-        return
-    expected = "gumbel" if cfg.algo.name in GUMBEL_ALGORITHMS else "puct"
-    if cfg.search.policy != expected:
-        raise ValueError(
-            f"algo {cfg.algo.name} searches with search.policy={expected}, got "
-            f"{cfg.search.policy!r}"
-        )
-    if cfg.game.kind != "openspiel" and cfg.algo.name not in LATENT_ALGORITHMS:
-        raise ValueError(
-            f"game.kind={cfg.game.kind} has no simulator for the search to plan with; use a "
-            f"learned-model algorithm: algo={' | '.join(LATENT_ALGORITHMS)}"
-        )
 
 
 def loop_settings(cfg: TrainConfig) -> LoopSettings:
@@ -343,24 +241,62 @@ def _human_normalizer(spec: dict):
     return lambda score: human_normalized(spec["name"], score)
 
 
-def train(cfg: TrainConfig) -> dict:
-    """Train; returns a summary (steps, wall time, last evaluation)."""
-    validate(cfg)
-    run_dir = claim_run_dir(cfg)
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
-    build = build_latent if cfg.algo.name in LATENT_ALGORITHMS else build_alphazero
-    system, data, evaluation = build(cfg, run_dir)
-    optim, t = system.optim, cfg.trainer
-    evaluation.limit_training_time(t.max_train_minutes)
+def resume_point(cfg: TrainConfig, checkpoints: Path, say=print) -> Path | None:
+    """The checkpoint a re-run continues from: ``last.ckpt``, or where it is unreadable
+    (truncated, corrupt) the newest step checkpoint that loads, saying which. Temporary files
+    of a killed write are removed first."""
+    for leftover in remove_temporaries(checkpoints) if checkpoints.is_dir() else []:
+        say(f"removed {leftover}, left by an interrupted checkpoint write")
+    if not cfg.resume:
+        return None
+    path, problems = resumable(checkpoints)
+    for problem in problems:
+        say(f"cannot resume from it: {problem}")
+    if path is not None and path.name != LAST:
+        say(
+            f"resuming from {path}, the newest checkpoint that loads (it holds no replay buffer: "
+            f"self-play refills {cfg.trainer.warmup_moves} moves before training goes on)"
+        )
+    return path
+
+
+def _checkpoint_callback(run_dir: Path, every: int) -> ModelCheckpoint:
     checkpoints = ModelCheckpoint(
         dirpath=run_dir / "checkpoints",
         filename="step{step:06d}",
         auto_insert_metric_name=False,
-        every_n_train_steps=t.checkpoint_every,
+        every_n_train_steps=every,
         save_top_k=-1,
         save_last=True,
+        # Never last-v1.ckpt: a re-run resumes from last.ckpt (with the replay buffer), so that
+        # name must stay, whatever a resume changed (trainer.checkpoint_every alters the state
+        # key under which Lightning remembers this callback, and it would version the name).
+        enable_version_counter=False,
     )
-    callbacks = [SelfPlayMonitor(t.log_every), evaluation, checkpoints]
+    return checkpoints
+
+
+def train(cfg: TrainConfig) -> dict:
+    """Train; returns a summary (steps, wall time, last evaluation, the signal that stopped it).
+
+    Nothing is written to ``cfg.run_dir`` until every part was built (`mbrl.run_dir`)."""
+    validate(cfg)
+    check_run_dir(cfg)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    build = build_latent if cfg.algo.name in LATENT_ALGORITHMS else build_alphazero
+    run_dir = Path(cfg.run_dir)
+    system, data, evaluation = build(cfg, run_dir)
+    claim_run_dir(cfg)
+    optim, t = system.optim, cfg.trainer
+    stop = GracefulStop()
+    evaluation.limit_training_time(t.max_train_minutes)
+    evaluation.watch(stop)
+    callbacks = [
+        SelfPlayMonitor(t.log_every),
+        evaluation,
+        _checkpoint_callback(run_dir, t.checkpoint_every),
+        stop,
+    ]
     if t.progress_bar:
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, t.log_every)))
     logger = TensorBoardLogger(run_dir, name="tb", version="") if cfg.logger.tensorboard else False
@@ -380,21 +316,26 @@ def train(cfg: TrainConfig) -> dict:
         limit_val_batches=0,
         deterministic=False,
     )
-    last = run_dir / "checkpoints" / "last.ckpt"
-    resume = str(last) if cfg.resume and last.exists() else None
+    last = run_dir / "checkpoints" / LAST
+    resume = resume_point(cfg, last.parent, say=_say)
     with warnings.catch_warnings():  # resuming into our own checkpoint directory is the point
         warnings.filterwarnings("ignore", message="Checkpoint directory .* exists and is not empty")
         # The stream reports a length only to stop Lightning's prefetch (see embedded.py).
         warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")
         # The data module resumes through its own state_dict (replay, actor, RNG, counters).
         warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended")
-        trainer.fit(system, datamodule=data, ckpt_path=resume)
+        trainer.fit(system, datamodule=data, ckpt_path=resume, weights_only=True)
     trainer.save_checkpoint(last)
     return {
         "run_dir": str(run_dir),
         "steps": trainer.global_step,
         "train_seconds": evaluation.train_seconds,
         "perfect_at": evaluation.perfect_at,
-        "resumed_from": resume,
+        "resumed_from": None if resume is None else str(resume),
+        "interrupted": stop.signal_name,
         "selfplay": data.stats(),  # counters and time split of the whole run
     }
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -86,6 +86,9 @@ class EmbeddedLoop(L.LightningDataModule):
         self.gradient_steps = 0
         self.last_sync = 0
         self.collect_seconds = 0.0
+        # Resumed from a checkpoint without replay (a step checkpoint, when last.ckpt was
+        # unreadable): play on to this many moves before sampling, as a fresh run's warm-up.
+        self.refill_until = 0
 
     def setup(self, stage: str) -> None:
         """Self-play searches on the learner's device (a GPU when training on one)."""
@@ -138,7 +141,7 @@ class EmbeddedLoop(L.LightningDataModule):
 
     def next_batch(self) -> dict[str, torch.Tensor]:
         self.gradient_steps += 1
-        needed = self.moves_needed(self.gradient_steps)
+        needed = max(self.moves_needed(self.gradient_steps), self.refill_until)
         if self.moves_played < needed or not self.has_data():
             self._sync_weights()
         while self.moves_played < needed or not self.has_data():
@@ -158,6 +161,7 @@ class EmbeddedLoop(L.LightningDataModule):
             "rng": self.rng.bit_generator.state,
             "gradient_steps": self.gradient_steps,
             "last_sync": self.last_sync,
+            "refill_until": self.refill_until,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -165,6 +169,15 @@ class EmbeddedLoop(L.LightningDataModule):
         self.rng.bit_generator.state = state["rng"]
         self.gradient_steps = int(state["gradient_steps"])
         self.last_sync = int(state["last_sync"])
+        self.refill_until = int(state.get("refill_until", 0))
+
+    def restore_replay(self, replay_state: dict | None) -> None:
+        """The replay buffer from a checkpoint; a step checkpoint holds none (only last.ckpt
+        does), and then self-play refills a warm-up's worth of moves (``refill_until``)."""
+        if replay_state is not None:
+            self.replay.load_state_dict(replay_state)
+        else:
+            self.refill_until = self.moves_played + self.loop.warmup_moves
 
 
 class SelfPlayDataModule(EmbeddedLoop):
@@ -253,6 +266,5 @@ class SelfPlayDataModule(EmbeddedLoop):
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
-        if state["replay"] is not None:  # only last.ckpt carries the replay buffer
-            self.replay.load_state_dict(state["replay"])
         self.actor.load_state_dict(state["actor"])
+        self.restore_replay(state["replay"])

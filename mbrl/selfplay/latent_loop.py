@@ -219,8 +219,7 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
-        if state["replay"] is not None:
-            self.replay.load_state_dict(state["replay"])
         self.actor.load_state_dict(state["actor"])
+        self.restore_replay(state["replay"])
         self.target_network.load_state_dict(state["target_network"])
         self.last_target_update = int(state["last_target_update"])

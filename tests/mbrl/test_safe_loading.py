@@ -68,7 +68,10 @@ def test_lm_checkpoints_are_refused_by_decode_and_init_from(tmp_path, marker, ti
     from llm_bridge.train_text import train_text
 
     cfg = tiny_config(
-        "game=countdown24", "algo=lm_distill", f"run_dir={tmp_path / 'run'}", f"llm.init_from={evil}"
+        "game=countdown24",
+        "algo=lm_distill",
+        f"run_dir={tmp_path / 'run'}",
+        f"llm.init_from={evil}",
     )
     with pytest.raises(UnsafeCheckpointError):
         train_text(cfg)

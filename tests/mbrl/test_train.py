@@ -163,7 +163,7 @@ def test_a_killed_run_resumes_when_the_same_command_is_rerun(tmp_path):
 
 
 def test_a_run_made_before_a_config_key_existed_still_resumes(tiny_config, tmp_path):
-    from mbrl.train import EXPERIMENT_FILE, claim_run_dir
+    from mbrl.run_dir import EXPERIMENT_FILE, claim_run_dir
 
     cfg = tiny_config(f"run_dir={tmp_path}")
     claim_run_dir(cfg)
