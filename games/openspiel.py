@@ -65,10 +65,30 @@ def _load(name: str, params: dict[str, Any]) -> pyspiel.Game:
             f"unknown game {name!r}: expected one of {TESTED_GAMES} or another registered "
             f"OpenSpiel game of the same class (see pyspiel.registered_names())"
         )
+    # Checked here: OpenSpiel would print its own message to stderr before raising.
+    defaults = pyspiel.load_game(name).get_parameters()
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise ValueError(
+            f"game {name!r} has no parameter {', '.join(map(repr, unknown))}; its parameters "
+            f"(with defaults): {defaults or 'none'}"
+        )
     try:
-        return pyspiel.load_game(name, dict(params))
+        game = pyspiel.load_game(name, dict(params))
     except pyspiel.SpielError as error:
         raise ValueError(f"game {name!r} rejected parameters {dict(params)}: {error}") from error
+    shape = (
+        tuple(game.observation_tensor_shape())
+        if game.get_type().provides_observation_tensor
+        else (1,)
+    )
+    if min(shape, default=0) < 1 or game.num_distinct_actions() < 1:
+        raise ValueError(
+            f"game {name!r} with parameters {dict(params)} has no playable board (observation "
+            f"shape {list(shape)}, {game.num_distinct_actions()} actions); its parameters "
+            f"(with defaults): {defaults}"
+        )
+    return game
 
 
 class BoardGame:

@@ -23,6 +23,13 @@ import torch
 OVERFLOW_CHOICES = ("error", "truncate_left")
 
 
+def check_overflow(overflow: str, key: str = "overflow") -> str:
+    """``overflow`` if it is one of `OVERFLOW_CHOICES`; else an error naming ``key``."""
+    if overflow not in OVERFLOW_CHOICES:
+        raise ValueError(f"{key} must be one of {' | '.join(OVERFLOW_CHOICES)}, got {overflow!r}")
+    return overflow
+
+
 class LMOutput(NamedTuple):
     """logits: ``[B, V]`` float32 next-token logits after each sequence.
     value: ``[B]`` float32, the value head's estimate that the completion will verify (in

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_bridge.adapter import check_overflow
 from llm_bridge.decoding import METHODS, decode
 from llm_bridge.lm_checkpoint import load_lm
 from llm_bridge.step_env import StepTextEnv
@@ -36,28 +37,59 @@ class DecodeCommandConfig:
     output: str = ""  # JSONL; default <run dir>/decode_<split>_<method>_<budget>.jsonl
 
 
+def check(cfg: DecodeCommandConfig) -> None:
+    """Refuse settings no decoding can run with, naming the key as typed."""
+    for key, choices in (("method", METHODS), ("split", SPLITS), ("actions", ACTION_SPACES)):
+        if getattr(cfg, key) not in choices:
+            raise ValueError(
+                f"{key} must be one of {' | '.join(choices)}, got {getattr(cfg, key)!r}"
+            )
+    check_overflow(cfg.overflow)
+    for key, low in (("budget", 1), ("limit", 0), ("candidates", 0), ("max_new_tokens", 0)):
+        if getattr(cfg, key) < low:
+            raise ValueError(f"{key} must be >= {low}, got {getattr(cfg, key)}")
+    if not cfg.temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {cfg.temperature}")
+
+
+def read_prompts(path: Path) -> list[str]:
+    """The non-empty lines of a UTF-8 text file; an error naming the file if it has none, is
+    binary or cannot be read."""
+    if not path.is_file():
+        raise FileNotFoundError(f"prompt file {path} does not exist (prompts=FILE, one per line)")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if (not text and data) or "\x00" in text:
+        raise ValueError(f"prompt file {path} is not UTF-8 text (one prompt per line)")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ValueError(f"prompt file {path} holds no prompts (one per line, e.g. '1 3 4 6>24:')")
+    return lines
+
+
 def _items(cfg: DecodeCommandConfig, split: TaskSplit) -> list:
     if cfg.prompts:
         path = Path(cfg.prompts)
-        if not path.is_file():
-            raise FileNotFoundError(f"prompt file {path} does not exist")
-        lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
-        return [Puzzle.from_prompt(line) for line in lines]
-    if cfg.split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {cfg.split!r}")
+        items = []
+        for number, line in enumerate(read_prompts(path), 1):
+            try:
+                items.append(Puzzle.from_prompt(line))
+            except ValueError as error:
+                raise ValueError(f"{path}, prompt {number}: {error}") from None
+        return items
     return split.test if cfg.split == "test" else split.train
 
 
 def run_decode(cfg: DecodeCommandConfig) -> dict:
-    if cfg.method not in METHODS:
-        raise ValueError(f"unknown decoding method {cfg.method!r}; choose one of {METHODS}")
+    check(cfg)
     loaded = load_lm(cfg.checkpoint)
     split = task_from_spec(loaded.task)
     items = _items(cfg, split)
     if cfg.limit > 0:
         items = items[: cfg.limit]
-    if cfg.actions not in ACTION_SPACES:
-        raise ValueError(f"actions must be one of {ACTION_SPACES}, got {cfg.actions!r}")
     trained = loaded.state.get("decoding", {})  # the width and length it was trained with
     env = build_env(
         loaded.model,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from llm_bridge.adapter import LMAdapter, LMOutput, continuation_log_probs
+from llm_bridge.adapter import LMAdapter, LMOutput, check_overflow, continuation_log_probs
 from llm_bridge.models import TinyLM
 
 
@@ -32,7 +32,7 @@ class TransformerAdapter(LMAdapter):
         self.max_length = model.settings.context
         self.eos_id = eos_id
         self.pad_id = pad_id
-        self.overflow = overflow
+        self.overflow = check_overflow(overflow)
 
     def _heads(self, sequences: Sequence[Sequence[int]]):
         """The model (in eval mode) on right-padded ``sequences``: ``(LMHeads, lengths [B])``."""

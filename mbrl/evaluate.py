@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from games.opponents import make_opponent
+from games.opponents import OPPONENT_SPECS, make_opponent
 from mbrl.evaluation import play_match
 from mbrl.evaluation.episodes import run_episodes
 from mbrl.loading import load_agent
@@ -42,13 +42,22 @@ def _opponent(spec: str, loaded, simulations: int | None):
     return make_opponent(spec, loaded.game.game)
 
 
+def check(cfg: EvalCommandConfig) -> None:
+    """Refuse settings that cannot describe an evaluation, naming the key as typed."""
+    for key, low in (("games", 1), ("parallel", 1), ("opening_plies", 0)):
+        if getattr(cfg, key) < low:
+            raise ValueError(f"{key} must be >= {low}, got {getattr(cfg, key)}")
+
+
 def evaluate(cfg: EvalCommandConfig) -> dict:
+    check(cfg)
     loaded = load_agent(cfg.checkpoint)
-    config = loaded.metadata["config"]
-    simulations = config["search"]["eval_simulations"] if cfg.simulations < 0 else cfg.simulations
+    simulations = loaded.simulations(cfg.simulations)
     agent = loaded.agent(simulations)
     if loaded.game is None:
         return _write_report(cfg, loaded, evaluate_episodes(cfg, loaded, agent, simulations))
+    if not cfg.opponents:
+        raise ValueError(f"opponents=[] names no opponent; give one or more of {OPPONENT_SPECS}")
     opponents = [_opponent(spec, loaded, simulations) for spec in cfg.opponents]
     results = {}
     for index, opponent in enumerate(track(opponents, description="evaluating", transient=True)):

@@ -35,6 +35,16 @@ class LoadedAgent:
     def latent(self) -> bool:
         return self.metadata.get("algo") in LATENT_ALGORITHMS
 
+    def simulations(self, requested: int, key: str = "simulations") -> int:
+        """``requested`` search simulations per move, with -1 meaning the checkpoint's own
+        evaluation setting; ``key`` names the setting in the error for other negatives."""
+        if requested < -1:
+            raise ValueError(
+                f"{key} must be >= 0 (0 = the raw policy) or -1 (the checkpoint's evaluation "
+                f"setting), got {requested}"
+            )
+        return self.metadata["config"]["search"]["eval_simulations"] if requested < 0 else requested
+
     def agent(self, num_simulations: int | None = None, name: str = "agent"):
         if not self.latent:
             return SearchAgent(

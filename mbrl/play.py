@@ -2,7 +2,8 @@
 
 The board is printed before every human move with the legal moves (their ids and OpenSpiel's
 names); either form is accepted. An illegal or malformed move is asked again, never a crash;
-``quit`` or end of input leaves the game.
+``quit`` or end of input leaves the game; Ctrl-C, at the prompt or during the agent's search,
+ends the command with one line (``mbrl.cli._command.run_command``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def parse_move(text: str, state, game) -> int | None:
     """An action id or an OpenSpiel action name that is legal in ``state``; else None."""
     text = text.strip()
     legal = state.legal_actions()
-    if text.lstrip("-").isdigit():
+    if text.isascii() and text.isdigit():  # not "--4" or "²", which int() would refuse
         return int(text) if int(text) in legal else None
     names = {game.action_to_string(state, a).lower(): a for a in legal}
     return names.get(text.lower())
@@ -55,6 +56,8 @@ def play(cfg: PlayConfig, ask: Callable[[str], str] = input, say: Callable[[str]
     """Returns the human's results as a list of +1 / 0 / -1 (finished games only)."""
     if cfg.seat not in SEATS:
         raise ValueError(f"seat must be one of {SEATS}, got {cfg.seat!r}")
+    if cfg.games < 1:
+        raise ValueError(f"games must be >= 1, got {cfg.games}")
     loaded = load_agent(cfg.checkpoint)
     game = loaded.game
     if game is None:
@@ -63,9 +66,7 @@ def play(cfg: PlayConfig, ask: Callable[[str], str] = input, say: Callable[[str]
             f"environment; mbrl-play is for two-player board games (watch it with mbrl-eval "
             f"checkpoint=... video=episode.mp4)"
         )
-    simulations = None if cfg.simulations < 0 else cfg.simulations
-    if simulations is None:
-        simulations = loaded.metadata["config"]["search"]["eval_simulations"]
+    simulations = loaded.simulations(cfg.simulations)
     agent = loaded.agent(simulations)
     human = SEATS.index(cfg.seat)
     say(f"{game.name}: you play {cfg.seat}; the agent searches {simulations} simulations/move")

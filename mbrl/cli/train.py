@@ -12,17 +12,21 @@ Re-running the same command continues from the run directory's last checkpoint.
 from __future__ import annotations
 
 import json
+import signal
+import sys
 
 import hydra
 from omegaconf import DictConfig
 
+from mbrl.cli._command import check_overrides, config_groups, run_command
 from mbrl.cli._schema import CONFIG_PATH, register, to_train_config
+from mbrl.config import TrainConfig
 
+APP = "mbrl-train"
 register()
 
 
-@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="train")
-def main(cfg: DictConfig) -> None:
+def _train(cfg: DictConfig) -> None:
     # Imported after composition, so --help and --cfg stay fast. The entry point is the one
     # place that sees every package: text tasks train in llm_bridge (which builds on mbrl).
     config = to_train_config(cfg)
@@ -32,6 +36,23 @@ def main(cfg: DictConfig) -> None:
         from mbrl.train import train
     summary = train(config)
     print(json.dumps(summary, indent=1, default=str))
+    if summary.get("interrupted"):  # SIGTERM or Ctrl-C: last.ckpt is written; say so, fail
+        print(
+            f"{APP}: stopped by {summary['interrupted']}; {summary['run_dir']} holds the "
+            "checkpoint: re-run the same command to resume",
+            file=sys.stderr,
+        )
+        sys.exit(128 + signal.Signals[summary["interrupted"]].value)
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="train")
+def _hydra_main(cfg: DictConfig) -> None:
+    run_command(APP, lambda: _train(cfg))
+
+
+def main() -> None:
+    run_command(APP, lambda: check_overrides(sys.argv[1:], TrainConfig, config_groups()))
+    _hydra_main()
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ def test_init_from_accepts_extra_training_prompts_but_not_another_split(tmp_path
 
 
 def test_decode_names_an_unknown_method_and_a_missing_checkpoint(tmp_path):
-    with pytest.raises(ValueError, match=r"'nucleus'.*best_of_n"):
+    with pytest.raises(ValueError, match=r"method must be one of .*best_of_n.*'nucleus'"):
         run_decode(DecodeCommandConfig(checkpoint=str(tmp_path), method="nucleus"))
     with pytest.raises(FileNotFoundError, match="no LM checkpoint"):
         run_decode(DecodeCommandConfig(checkpoint=str(tmp_path / "nothing")))
