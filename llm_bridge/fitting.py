@@ -9,6 +9,7 @@ import torch
 from torch.utils.data import DataLoader, RandomSampler
 
 from llm_bridge.examples import SequenceExample, collate
+from mbrl.quiet import quiet_third_party
 from mbrl.system import System
 
 
@@ -31,6 +32,7 @@ def fit(
         examples, replacement=True, num_samples=steps * batch_size, generator=generator
     )
     loader = DataLoader(list(examples), batch_size=batch_size, sampler=sampler, collate_fn=collate)
+    quiet_third_party()
     trainer = L.Trainer(
         max_steps=steps,
         accelerator=accelerator,

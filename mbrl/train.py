@@ -30,6 +30,7 @@ from mbrl.environments import build_latent_network, make_environment
 from mbrl.graceful_stop import GracefulStop
 from mbrl.networks import AlphaZeroNet
 from mbrl.objectives import AlphaZeroObjective, MuZeroObjective
+from mbrl.quiet import quiet_third_party
 from mbrl.replay import ReplayBuffer
 from mbrl.replay.episodes import EpisodeReplay, UnrollSettings
 from mbrl.replay.targets import alphazero_fields
@@ -282,6 +283,7 @@ def train(cfg: TrainConfig) -> dict:
     Nothing is written to ``cfg.run_dir`` until every part was built (`mbrl.run_dir`)."""
     validate(cfg)
     check_run_dir(cfg)
+    quiet_third_party()
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     build = build_latent if cfg.algo.name in LATENT_ALGORITHMS else build_alphazero
     run_dir = Path(cfg.run_dir)
@@ -325,7 +327,7 @@ def train(cfg: TrainConfig) -> dict:
         # The data module resumes through its own state_dict (replay, actor, RNG, counters).
         warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended")
         trainer.fit(system, datamodule=data, ckpt_path=resume, weights_only=True)
-    trainer.save_checkpoint(last)
+    trainer.save_checkpoint(last, weights_only=False)  # everything, replay included
     return {
         "run_dir": str(run_dir),
         "steps": trainer.global_step,
