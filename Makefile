@@ -18,9 +18,10 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev,llm]"
 	touch $(STAMP)
 
-demo: setup  ## AlphaZero learns tic-tac-toe to perfect play (about 2 minutes), then is evaluated
-	$(BIN)/mbrl-train experiment=tictactoe run_dir=runs/demo overwrite=true
-	$(BIN)/mbrl-eval checkpoint=runs/demo "opponents=[minimax,mcts:100,lookahead,random]" games=200
+SEED ?= 0
+demo: setup  ## Gumbel AlphaZero learns tic-tac-toe to perfect play (checked against every line), then is evaluated
+	$(BIN)/mbrl-train experiment=tictactoe seed=$(SEED) run_dir=runs/demo overwrite=true
+	$(BIN)/mbrl-eval checkpoint=runs/demo exhaustive=true "opponents=[minimax,mcts:100,lookahead,random]" games=200
 
 search-demo: setup  ## the search speed table against the peers and the pure-Python reference
 	$(BIN)/python -m benchmarks.search_speed --quick --models tabular,table,conv --budget 0.5

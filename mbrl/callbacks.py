@@ -18,6 +18,7 @@ from games.opponents import make_opponent
 from mbrl.agent import SearchAgent
 from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
 from mbrl.evaluation.episodes import run_episodes
+from mbrl.evaluation.exhaustive import play_exhaustively
 from mbrl.graceful_stop import EvaluationAborted, GracefulStop
 from mbrl.selfplay.planner import SearchSettings
 
@@ -120,8 +121,10 @@ class PeriodicEvaluation(L.Callback, ABC):
 
 class EvaluationCallback(PeriodicEvaluation):
     """Every ``every`` steps (and at the end): matches against fixed opponents, the raw policy's
-    minimax optimality where the game is solvable, and Elo against earlier checkpoints. Results go
-    to TensorBoard, to ``eval.jsonl`` in the run directory and to the console."""
+    minimax optimality where the game is solvable, exhaustive play against every opponent move
+    (small games), and Elo against earlier checkpoints. Results go to TensorBoard, to
+    ``eval.jsonl`` in the run directory and to the console. With ``stop_when_perfect`` training
+    stops at perfect play: no losing line when exhaustive, else no game lost to minimax."""
 
     def __init__(
         self,
@@ -136,6 +139,7 @@ class EvaluationCallback(PeriodicEvaluation):
         elo_games: int,
         optimality: bool,
         stop_when_perfect: bool,
+        exhaustive: bool = False,
         run_dir: Path,
         seed: int,
         make_agent=None,
@@ -161,9 +165,15 @@ class EvaluationCallback(PeriodicEvaluation):
         self.opponents = [make_opponent(spec, game.game) for spec in opponents]
         self.elo_pool, self.elo_games = elo_pool, elo_games
         self.optimality = PolicyOptimality(game) if optimality else None
-        self.stop_when_perfect = stop_when_perfect
-        if stop_when_perfect and "minimax" not in [o.name for o in self.opponents]:
-            raise ValueError("eval.stop_when_perfect needs 'minimax' in eval.opponents")
+        self.stop_when_perfect, self.exhaustive = stop_when_perfect, exhaustive
+        if (
+            stop_when_perfect
+            and not exhaustive
+            and "minimax" not in [o.name for o in self.opponents]
+        ):
+            raise ValueError(
+                "eval.stop_when_perfect needs eval.exhaustive=true or 'minimax' in eval.opponents"
+            )
         self.log_path = Path(run_dir) / "eval.jsonl"
         self.seed = seed
         self.pool: list[dict] = []  # {"step", "rating", "weights"}
@@ -196,6 +206,11 @@ class EvaluationCallback(PeriodicEvaluation):
         if self.optimality is not None:
             record["policy_optimal"] = self.optimality(agent.model)
             metrics["eval/policy_optimal"] = record["policy_optimal"]
+        if self.exhaustive:
+            walked = play_exhaustively(self.game, agent)
+            record["exhaustive"] = walked.as_dict()
+            for seat in ("first", "second"):
+                metrics[f"eval/exhaustive/{seat}_losing_lines"] = getattr(walked, seat).losses
         if self.elo_pool:
             record["elo"] = self._rate(agent, network, step)
             metrics["eval/elo"] = record["elo"]
@@ -204,7 +219,7 @@ class EvaluationCallback(PeriodicEvaluation):
         self._print(record)
         with self.log_path.open("a") as file:
             file.write(json.dumps(record) + "\n")
-        if self.stop_when_perfect and record["minimax"]["losses"] == 0:
+        if self.stop_when_perfect and _perfect(record):
             self.perfect_at = self.perfect_at or record
             trainer.should_stop = True
         self._clock = time.perf_counter()
@@ -247,6 +262,12 @@ class EvaluationCallback(PeriodicEvaluation):
                 str(r["losses"]),
                 f"{r['score']:.2f}",
             )
+        for seat, lines in record.get("exhaustive", {}).items():  # every line, counted
+            score = (lines["wins"] + 0.5 * lines["draws"]) / max(1, lines["lines"])
+            counts = (str(lines[k]) for k in ("wins", "draws", "losses"))
+            table.add_row(
+                f"every line, {'1st' if seat == 'first' else '2nd'}", *counts, f"{score:.2f}"
+            )
         extras = [f"{k}={record[k]:.3f}" for k in ("policy_optimal", "elo") if k in record]
         Console(stderr=True).print(table, *extras)
 
@@ -263,6 +284,13 @@ class EvaluationCallback(PeriodicEvaluation):
         self.train_seconds = float(state["train_seconds"])
         self.wall_seconds = float(state.get("wall_seconds", self.train_seconds))
         self.perfect_at = json.loads(state.get("perfect_at", "null"))
+
+
+def _perfect(record: dict) -> bool:
+    """No losing line in either seat when play was exhaustive; else no game lost to minimax."""
+    if "exhaustive" in record:
+        return all(record["exhaustive"][seat]["losses"] == 0 for seat in ("first", "second"))
+    return record["minimax"]["losses"] == 0
 
 
 class EpisodeEvaluationCallback(PeriodicEvaluation):

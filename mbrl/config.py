@@ -158,6 +158,11 @@ class TrainerConfig:
     random_opening_moves: int = 0
     checkpoint_every: int = 200
     log_every: int = 20
+    # Threads: torch's (the network; 0 = one per core) and numba's (the search kernels; 0 = all
+    # cores). One numba thread by default: a parallel region stalls whenever another process
+    # holds a core (mbrl/threads.py; python -m benchmarks.contention measures it).
+    torch_threads: int = 0
+    numba_threads: int = 1
     accelerator: str = "cpu"
     progress_bar: bool = True
 
@@ -171,7 +176,11 @@ class EvalConfig:
     elo_pool: int = 4  # earlier checkpoints kept as Elo anchors (0 = no Elo)
     elo_games: int = 20
     optimality: bool = False  # score the raw policy against exact minimax (small games)
-    stop_when_perfect: bool = False  # stop once no game is lost to minimax
+    # Small games (tic-tac-toe): play the agent against every opponent move at every turn, in
+    # both seats, and count the lines it loses (mbrl.evaluation.exhaustive); 0 = perfect play.
+    exhaustive: bool = False
+    # Stop once play is perfect: no losing line (with exhaustive), else no loss to minimax.
+    stop_when_perfect: bool = False
     target_return: float | None = None  # single-agent games: stop once the mean return reaches it
 
 
@@ -261,6 +270,8 @@ RESUMABLE_CHANGES = (
     "trainer.progress_bar",
     "trainer.checkpoint_every",
     "trainer.log_every",
+    "trainer.torch_threads",
+    "trainer.numba_threads",
     "eval",
     "logger",
     "resume",

@@ -14,7 +14,9 @@ from rich.table import Table
 from games.opponents import OPPONENT_SPECS, make_opponent
 from mbrl.evaluation import play_match
 from mbrl.evaluation.episodes import run_episodes
+from mbrl.evaluation.exhaustive import play_exhaustively
 from mbrl.loading import load_agent
+from mbrl.threads import configure_threads
 
 
 @dataclass
@@ -26,6 +28,9 @@ class EvalCommandConfig:
         -1
     )  # search simulations per move; -1 = the checkpoint's eval setting; 0 = raw policy
     seed: int = 0
+    # Small games (tic-tac-toe): also play every opponent move at every turn in both seats; the
+    # "games" are then all the lines, and perfect play loses none (mbrl.evaluation.exhaustive).
+    exhaustive: bool = False
     opening_plies: int = 0  # random plies before play (each opening played from both seats);
     # use 2 or more against checkpoint:<path>, since two deterministic agents repeat one game
     output: str = ""  # JSON file for the results; default <checkpoint's run dir>/eval_results.json
@@ -51,13 +56,17 @@ def check(cfg: EvalCommandConfig) -> None:
 
 def evaluate(cfg: EvalCommandConfig) -> dict:
     check(cfg)
+    configure_threads()
     loaded = load_agent(cfg.checkpoint)
     simulations = loaded.simulations(cfg.simulations)
     agent = loaded.agent(simulations)
     if loaded.game is None:
         return _write_report(cfg, loaded, evaluate_episodes(cfg, loaded, agent, simulations))
-    if not cfg.opponents:
-        raise ValueError(f"opponents=[] names no opponent; give one or more of {OPPONENT_SPECS}")
+    if not cfg.opponents and not cfg.exhaustive:
+        raise ValueError(
+            f"opponents=[] names no opponent; give one or more of {OPPONENT_SPECS}, or "
+            "exhaustive=true"
+        )
     opponents = [_opponent(spec, loaded, simulations) for spec in cfg.opponents]
     results = {}
     for index, opponent in enumerate(track(opponents, description="evaluating", transient=True)):
@@ -82,7 +91,6 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
             f"{r['wins_second']}-{r['losses_second']}",
             f"{r['score']:.3f}",
         )
-    Console().print(table)
     report = {
         "opening_plies": cfg.opening_plies,
         "checkpoint": str(cfg.checkpoint),
@@ -90,6 +98,26 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
         "simulations": simulations,
         "results": results,
     }
+    if cfg.exhaustive:
+        walked = play_exhaustively(loaded.game, agent)
+        report["exhaustive"] = walked.as_dict()
+        for seat in ("first", "second"):
+            lines = getattr(walked, seat)
+            score = (lines.wins + 0.5 * lines.draws) / max(1, lines.lines)
+            won = f"{lines.wins}-{lines.losses}"
+            table.add_row(
+                f"every line, {'1st' if seat == 'first' else '2nd'}",
+                *map(str, (lines.lines, lines.wins, lines.draws, lines.losses)),
+                won if seat == "first" else "",
+                won if seat == "second" else "",
+                f"{score:.3f}",
+            )
+    Console().print(table)
+    if cfg.exhaustive:
+        verdict = "perfect play" if walked.perfect else "not perfect"
+        Console().print(
+            f"every opponent move at every turn: {walked.losing_lines} lines lost ({verdict})"
+        )
     return _write_report(cfg, loaded, report)
 
 

@@ -39,6 +39,7 @@ from mbrl.selfplay.embedded import LoopSettings, SelfPlayDataModule
 from mbrl.selfplay.latent_loop import LatentSelfPlayDataModule, LatentSettings
 from mbrl.selfplay.planner import SearchSettings
 from mbrl.system import OptimSettings, System
+from mbrl.threads import configure_threads
 from mbrl.validation import validate
 
 
@@ -130,6 +131,7 @@ def _board_eval_args(cfg: TrainConfig, run_dir: Path) -> dict:
         elo_pool=cfg.eval.elo_pool,
         elo_games=cfg.eval.elo_games,
         optimality=cfg.eval.optimality,
+        exhaustive=cfg.eval.exhaustive,
         stop_when_perfect=cfg.eval.stop_when_perfect,
         run_dir=run_dir,
         seed=cfg.seed,
@@ -284,6 +286,9 @@ def train(cfg: TrainConfig) -> dict:
     validate(cfg)
     check_run_dir(cfg)
     quiet_third_party()
+    configure_threads(
+        torch_threads=cfg.trainer.torch_threads, numba_threads=cfg.trainer.numba_threads
+    )
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     build = build_latent if cfg.algo.name in LATENT_ALGORITHMS else build_alphazero
     run_dir = Path(cfg.run_dir)

@@ -26,6 +26,8 @@ AT_LEAST = {
     "trainer.random_opening_moves": 0,
     "trainer.checkpoint_every": 0,
     "trainer.log_every": 0,
+    "trainer.torch_threads": 0,
+    "trainer.numba_threads": 0,
     "search.num_simulations": 1,
     "search.eval_simulations": 0,
     "search.max_num_considered_actions": 1,
@@ -73,7 +75,7 @@ def validate(cfg: TrainConfig) -> None:
             raise ValueError(f"{key} must be >= {low}, got {_value(cfg, key)}")
     if not cfg.trainer.replay_ratio > 0:
         raise ValueError(f"trainer.replay_ratio must be > 0, got {cfg.trainer.replay_ratio}")
-    if not cfg.eval.opponents and cfg.game.kind == "openspiel":
+    if not cfg.eval.opponents and cfg.game.kind == "openspiel" and not cfg.eval.exhaustive:
         raise ValueError(
             f"eval.opponents=[] names no opponent; give one or more of {OPPONENT_SPECS}"
         )
