@@ -47,6 +47,7 @@ from mbrl.checkpoint import remove_temporaries
 from mbrl.config import LLMConfig, TrainConfig
 from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.system import OptimSettings, System
+from mbrl.threads import configure_threads
 from mbrl.validation import validate
 
 SEARCH_METHODS = ("mcts", "gumbel")  # distillation's search
@@ -194,6 +195,9 @@ def train_text(cfg: TrainConfig) -> dict:
     if cfg.algo.name == "lm_distill":
         distill_search_settings(llm)  # bad search settings fail before pre-training
     run_dir = check_run_dir(cfg)  # nothing is written there until every part is built
+    configure_threads(
+        torch_threads=cfg.trainer.torch_threads, numba_threads=cfg.trainer.numba_threads
+    )
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     split = task_from_spec(task_spec(cfg))
     last = run_dir / "checkpoints" / "last.pt"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbrl.loading import load_agent
+from mbrl.threads import configure_threads
 
 SEATS = ("first", "second")
 
@@ -58,6 +59,7 @@ def play(cfg: PlayConfig, ask: Callable[[str], str] = input, say: Callable[[str]
         raise ValueError(f"seat must be one of {SEATS}, got {cfg.seat!r}")
     if cfg.games < 1:
         raise ValueError(f"games must be >= 1, got {cfg.games}")
+    configure_threads()
     loaded = load_agent(cfg.checkpoint)
     game = loaded.game
     if game is None:
