@@ -11,7 +11,8 @@ training on the search's results through `mbrl`'s System.
 - `decoding`: greedy, sample, best-of-N, beam, MCTS and Gumbel MuZero search, batched across
   prompts, every method counted in forward passes.
 - `tasks/`: Countdown-24 and general Countdown (solver, split, grammar); `verifiers`: exact
-  checkers (arithmetic, Python unit tests in a limited subprocess) usable as TRL-style rewards.
+  checkers (arithmetic, Python unit tests judged outside a sandboxed process) usable as
+  TRL-style rewards.
 - Training: `examples` (one batch layout), `objectives` (distillation / SFT, GRPO), `rounds`
   (each method's data), `fitting`, `train_text` (the rounds behind ``mbrl-train``),
   `decode_command` (``mbrl-decode``).

@@ -12,14 +12,7 @@ statuses in ``.stats`` so training can report *why* rewards are zero.
 from __future__ import annotations
 
 import ast
-import contextlib
-import math
-import os
-import signal
-import subprocess
-import sys
-import tempfile
-import time
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +20,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NamedTuple, Protocol
 
+from llm_bridge.assert_tests import AssertTest, passes, split_tests
+from llm_bridge.sandbox import MAX_REPLY_BYTES, Containment, run_in_sandbox
 from llm_bridge.tasks import countdown
 
 STATUSES = ("ok", "wrong", "invalid", "timeout", "crash", "memory")
@@ -147,144 +142,142 @@ class ArithmeticVerifier:
         return _result("ok", "ok")
 
 
-# Runs in the child: sets the limits, executes the program and writes its status to a file.
-# Limits are set here rather than in a Popen preexec_fn, which is unsafe when the caller has
-# threads (`reward_function(num_workers=...)`); they still apply before any program code runs.
-# The status file, not the exit code, marks success, so a program that calls exit(0) or
-# os._exit(0) before its tests have run does not pass; os._exit at the end skips the program's
-# atexit hooks and lingering threads.
-_RUNNER = """
-import os, resource, sys, traceback
-source_path, status_path, memory_bytes, cpu_seconds, file_bytes = sys.argv[1:]
-for which, value in ((resource.RLIMIT_AS, memory_bytes), (resource.RLIMIT_CPU, cpu_seconds),
-                     (resource.RLIMIT_FSIZE, file_bytes), (resource.RLIMIT_CORE, 0)):
-    hard = resource.getrlimit(which)[1]  # an unprivileged process cannot raise its hard limit
-    value = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
-    resource.setrlimit(which, (value, value))
-status_file = open(status_path, "w")
-status = "ok"
-try:
-    with open(source_path, encoding="utf-8") as source:
-        exec(compile(source.read(), "<program>", "exec"), {"__name__": "__main__"})
-except BaseException as error:
-    status = (
-        "wrong" if isinstance(error, AssertionError)
-        else "memory" if isinstance(error, MemoryError)
-        else "exit" if isinstance(error, SystemExit)
-        else "crash"
-    )
-    try:
-        traceback.print_exc(limit=-3)
-    except BaseException:
-        pass
-status_file.write(status)
-status_file.close()
-sys.stderr.flush()
-os._exit(0)
-"""
-_MAX_FILE_BYTES = 16 << 20  # the program's files (and its stderr) stay small
-_POLL_S = 0.005
-
-
-def _tail(path: str, limit: int = 400) -> str:
-    """The last non-empty line of the file at ``path``, at most ``limit`` characters."""
-    with open(path, "rb") as file:
-        file.seek(0, os.SEEK_END)
-        file.seek(max(0, file.tell() - 4096))
-        lines = file.read().decode("utf-8", "replace").strip().splitlines()
-    return lines[-1][-limit:] if lines else ""
-
-
 class PythonTestVerifier:
-    """Runs ``completion + "\\n\\n" + tests`` (Python source) in a fresh ``python -I`` subprocess.
+    """Runs a completion (Python source) in `llm_bridge.sandbox` and judges it by assert tests.
 
-    The test code is, in order of precedence: the call's ``tests=`` (e.g. a dataset column
-    forwarded by `reward_function`), the constructor's ``tests=``, else the prompt itself. Tests
-    are plain ``assert`` statements; a failed assertion is "wrong", a MemoryError is "memory",
-    any other exception (SyntaxError included) or an early exit is "crash", and running past
-    ``timeout_s`` seconds of wall clock is "timeout".
+    The tests are, in order of precedence: the call's ``tests=`` (e.g. a dataset column
+    forwarded by `reward_function`), the constructor's ``tests=``, else the prompt itself. They
+    must be asserts that `split_tests` accepts (``assert add(1, 2) == 3``), else ValueError,
+    raised at construction for the constructor's tests and before anything runs otherwise: a
+    test that cannot be judged safely is a data set error, not a zero reward.
 
-    Limits: address space ``memory_mb`` MiB, CPU time and file size; no stdin, stdout discarded,
-    a minimal environment, its own process group (killed afterwards with everything the program
-    started). This guards a training run against accidents (loops, huge allocations, exits),
-    not against deliberately hostile code: it is not a sandbox. Never raises."""
+    Why split: the program's process can write anything anywhere it has access to and replace
+    anything in its own interpreter, so it decides nothing. It runs its code then evaluates
+    each call and sends the value back as JSON; the verifier (this process) compares the parsed
+    plain data with the expected values, which never enter the program's process. Hence
+    "ok" only when every value really passes: a value that is not plain data (an object with
+    an ``__eq__`` that always says True, a subclass of int, a set) fails as "wrong", and a
+    reply that does not parse, or exceeds `sandbox.MAX_REPLY_BYTES`, is a "crash".
 
-    def __init__(self, *, tests: str | None = None, timeout_s: float = 2.0, memory_mb: int = 256):
+    Statuses: "ok"; "wrong" (a value fails its test; the detail names the first failing
+    assert: ``"assert add(1, 2) == 3: got 0"``); "crash" (the program or a call raised, the
+    program exited before its tests finished, the reply was malformed); "memory" (a
+    MemoryError); "timeout" (past ``timeout_s`` seconds of wall clock, interpreter start
+    included). Runs stop at the first failing test. Never raises on the program's behaviour.
+
+    memory_mb: the program's address space. containment: what the sandbox may use, None for
+    the strongest the machine allows (`sandbox.available_containment`); its module docstring
+    says what each protection contains and what stays uncontained without root."""
+
+    def __init__(
+        self,
+        *,
+        tests: str | None = None,
+        timeout_s: float = 2.0,
+        memory_mb: int = 256,
+        containment: Containment | None = None,
+    ):
         self.tests = tests
+        if tests is not None:
+            split_tests(tests)
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
+        self.containment = containment
 
     def __call__(self, prompt: str, completion: str, *, tests: str | None = None) -> VerifierResult:
-        tests = tests if tests is not None else self.tests if self.tests is not None else prompt
+        source = tests if tests is not None else self.tests if self.tests is not None else prompt
+        asserts = split_tests(source)
         try:
-            return self._run(f"{completion}\n\n{tests}\n")
+            return self._run(completion, asserts)
         except Exception as error:  # a reward must never stop training: report, don't raise
             return _result("crash", f"verifier could not run the program: {error!r}")
 
-    def _run(self, program: str) -> VerifierResult:
-        with tempfile.TemporaryDirectory(prefix="verifier_") as directory:
-            source, status, stderr = (
-                os.path.join(directory, name) for name in ("program.py", "status", "stderr")
-            )
-            with open(source, "w", encoding="utf-8", errors="replace") as file:
-                file.write(program)
-            limits = (self.memory_mb << 20, math.ceil(self.timeout_s) + 1, _MAX_FILE_BYTES)
-            with open(stderr, "wb") as stderr_file:
-                process = subprocess.Popen(
-                    [sys.executable, "-I", "-c", _RUNNER, source, status, *map(str, limits)],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=stderr_file,
-                    cwd=directory,
-                    env={"PATH": os.defpath},
-                    start_new_session=True,  # its own process group, never the caller's
-                )
-                try:
-                    timed_out = not _wait_unreaped(process.pid, self.timeout_s)
-                finally:
-                    # Still unreaped, so its pid (= the group id) cannot have been reused.
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
-            if timed_out:
-                return _result("timeout", f"still running after {self.timeout_s} s")
-            written = ""
-            if os.path.exists(status):
-                with open(status) as file:
-                    written = file.read()
-            return _classify(written, process.returncode, _tail(stderr))
+    def _run(self, program: str, asserts: tuple[AssertTest, ...]) -> VerifierResult:
+        calls = [test.call for test in asserts if test.call is not None]
+        run = run_in_sandbox(
+            program,
+            calls,
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            containment=self.containment,
+            enough=lambda reply: _verdict(asserts, reply, ended=None) is not None,
+        )
+        verdict = _verdict(asserts, run.reply, ended=None)
+        if verdict is None and run.timed_out:
+            return _result("timeout", f"still running after {self.timeout_s} s")
+        return verdict or _verdict(asserts, run.reply, ended=run.ended or "ended")
 
 
-def _wait_unreaped(pid: int, timeout_s: float) -> bool:
-    """Waits up to ``timeout_s`` for ``pid`` to exit, leaving it unreaped; True if it exited."""
-    deadline = time.monotonic() + timeout_s
-    while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(_POLL_S)
-    return True
+def _verdict(
+    asserts: tuple[AssertTest, ...], reply: bytes, *, ended: str | None
+) -> VerifierResult | None:
+    """The result the reply (untrusted bytes) decides, or None if it needs more of it.
+    ended: None while the program may still write, else how its process ended."""
+    if len(reply) > MAX_REPLY_BYTES:
+        return _result("crash", f"the program replied more than {MAX_REPLY_BYTES} bytes")
+    entries = iter(reply.split(b"\n")[:-1])  # complete lines only
+    entry = _entry(next(entries, None))
+    if not entry or entry[0] != "ran":
+        return _failed(entry, "the program", ended, "before its tests ran")
+    for test in asserts:
+        value = test.expected
+        if test.call is not None:
+            entry = _entry(next(entries, None))
+            if not entry or entry[0] != "value":
+                return _failed(entry, test.statement, ended, "before this test finished")
+            value = entry[1]
+        if not passes(test, value):
+            return _result("wrong", f"{test.statement}: got {_show(value)}")
+    return _result("ok", "ok")
 
 
-def _classify(status: str, returncode: int, error: str) -> VerifierResult:
-    if status == "ok" and returncode == 0:
-        return _result("ok", "ok")
-    if status == "wrong":
-        return _result("wrong", error or "AssertionError")
-    if status == "memory" or "MemoryError" in error:
-        return _result("memory", error or "MemoryError")
-    if status == "exit":
-        return _result("crash", "the program exited before its tests finished")
-    if status == "crash":
-        return _result("crash", error)
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = str(-returncode)
-        return _result("crash", f"killed by signal {name} {error}".strip())
-    return _result(
-        "crash", f"exited with code {returncode} before its tests finished {error}".strip()
-    )
+def _entry(line: bytes | None) -> list | None:
+    """A reply line as a well-formed entry, ``[]`` if malformed, None if not there (yet)."""
+    if line is None:
+        return None
+    try:  # NaN and Infinity parse (the candidate writes them), and NaN then equals nothing
+        entry = json.loads(line)
+    except (ValueError, RecursionError):
+        return []
+    shapes = {"ran": (), "exited": (), "raised": (str, str), "unplain": (str,), "value": None}
+    if not isinstance(entry, list) or not entry or entry[0] not in shapes:
+        return []
+    kinds = shapes[entry[0]]
+    if kinds is None:
+        return entry if len(entry) == 2 else []
+    ok = len(entry) == 1 + len(kinds) and all(map(isinstance, entry[1:], kinds))
+    return entry if ok else []
+
+
+def _failed(entry: list | None, what: str, ended: str | None, when: str) -> VerifierResult | None:
+    """The result of an entry that is not the expected "ran" / "value" (None: still to come)."""
+    if entry is None:
+        return None if ended is None else _result("crash", f"{what}: stopped {when} ({ended})")
+    if not entry:
+        return _result("crash", f"{what}: malformed reply from the program")
+    if entry[0] == "raised":
+        status = "memory" if entry[1] == "MemoryError" else "crash"
+        return _result(status, f"{what}: {entry[1]}: {_shorten(entry[2])}")
+    if entry[0] == "unplain":
+        return _result(
+            "wrong",
+            f"{what}: returned {_shorten(entry[1])}, not plain data (numbers, strings, bools, "
+            "None, lists and str-keyed dicts)",
+        )
+    if entry[0] == "exited":
+        return _result("crash", f"{what}: the program exited {when}")
+    return _result("crash", f"{what}: malformed reply from the program")  # "ran" twice, ...
+
+
+def _show(value: Any) -> str:
+    try:
+        return _shorten(repr(value))
+    except RecursionError:  # nested deeper than repr goes
+        return "a deeply nested value"
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass

@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+import llm_bridge.verifiers
+from llm_bridge.assert_tests import AssertTest, split_tests
 from llm_bridge.verifiers import (
     STATUSES,
     ArithmeticVerifier,
@@ -82,10 +84,10 @@ def test_python_verifier_passes_correct_code():
     assert result == (1.0, "ok", "ok")
 
 
-def test_python_verifier_failed_assertion_is_wrong():
-    result = PythonTestVerifier()("assert add(2, 3) == 5", "def add(a, b):\n    return a - b")
-    assert result.status == "wrong" and result.reward == 0.0
-    assert "AssertionError" in result.detail
+def test_python_verifier_failed_assertion_is_wrong_and_names_the_first_failing_assert():
+    tests = "assert add(1, 1) == 0\nassert add(2, 3) == 5\nassert add(0, 0) == 1"
+    result = PythonTestVerifier()(tests, "def add(a, b):\n    return a - b")
+    assert result == (0.0, "wrong", "assert add(2, 3) == 5: got -1")
 
 
 def test_python_verifier_exception_and_syntax_error_are_crashes():
@@ -101,6 +103,14 @@ def test_python_verifier_early_exit_does_not_pass():
     assert verifier("assert False", "import os\nos._exit(0)").status == "crash"
 
 
+def test_python_verifier_stops_at_the_first_failing_assert():
+    program = "def f(n):\n    while n > 1:\n        pass\n    return n"
+    start = time.monotonic()
+    result = PythonTestVerifier(timeout_s=5)("assert f(1) == 2\nassert f(2) == 2", program)
+    assert result == (0.0, "wrong", "assert f(1) == 2: got 1")  # f(2) never finishes
+    assert time.monotonic() - start < 2.0
+
+
 def test_python_verifier_times_out_infinite_loops():
     verifier = PythonTestVerifier(timeout_s=0.5)
     start = time.monotonic()
@@ -109,21 +119,12 @@ def test_python_verifier_times_out_infinite_loops():
     assert time.monotonic() - start < 3.0
 
 
-def test_python_verifier_kills_what_the_program_started(tmp_path):
-    marker = tmp_path / "child_alive"
-    # The child outlives the program's own exit; its process group is killed afterwards.
-    child = f"import pathlib, time; time.sleep(1.0); pathlib.Path({str(marker)!r}).touch()"
-    program = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {child!r}])\n"
-    assert PythonTestVerifier()("assert True", program).status == "ok"
-    time.sleep(1.5)
-    assert not marker.exists()
-
-
 def test_python_verifier_memory_limit():
     verifier = PythonTestVerifier(memory_mb=64)
-    result = verifier("assert len(x) > 0", "x = [0] * (10**9)")
+    size = "def size():\n    return len(x)\n"
+    result = verifier("assert size() > 0", f"x = [0] * (10**9)\n{size}")
     assert result.status == "memory" and result.reward == 0.0
-    assert verifier("assert len(x) > 0", "x = [0] * 1000").status == "ok"
+    assert verifier("assert size() > 0", f"x = [0] * 1000\n{size}").status == "ok"
 
 
 def test_python_verifier_test_source_precedence():
@@ -138,6 +139,112 @@ def test_python_verifier_never_raises_and_leaves_the_caller_alive():
     assert result.status == "crash"
     assert PythonTestVerifier(timeout_s=-1)("assert True", "pass").status in STATUSES
     assert os.getpid()  # still here
+
+
+def test_split_tests_separates_calls_from_expected_values():
+    assert split_tests("assert add(1, 2) == (3, 4)\nassert 5 in f(x=[1])\nassert not g()") == (
+        AssertTest("assert add(1, 2) == (3, 4)", "add(1, 2)", "==", [3, 4], True),
+        AssertTest("assert 5 in f(x=[1])", "f(x=[1])", "in", 5, False),
+        AssertTest("assert not g()", "g()", "falsy", None, True),
+    )
+    assert split_tests("assert True") == (AssertTest("assert True", None, "truthy", True, True),)
+
+
+@pytest.mark.parametrize(
+    ("tests", "complaint"),
+    [
+        ("for i in range(3):\n    assert f(i) == i", "not an assert"),
+        ("def check(f):\n    assert f() == 1\ncheck(f)", "not an assert"),
+        ("assert f() == g()", "neither side is a literal"),
+        ("assert f() == EXPECTED", "neither side is a literal"),
+        ("assert f() == 10 ** 30", "neither side is a literal"),
+        ("assert f() is None", "operator Is"),
+        ("assert 0 < f() < 2", "chained comparison"),
+        ("assert sorted(f()) == [1, 2]", "'sorted' is a builtin"),
+        ("assert math.isclose(f(), 0.5)", "not a call of a plain name"),
+        ("assert f() == {1, 2}", "neither side is a literal"),
+        ("assert f() == b'x'", "neither side is a literal"),
+        ("assert f() == {1: 'a'}", "neither side is a literal"),
+        ("assert not f() == 1", "not a call of a plain name"),
+        ("assert f(", "not valid Python"),
+        ("# no tests", "no assert statement"),
+    ],
+)
+def test_split_tests_refuses_what_it_cannot_judge_safely(tests, complaint):
+    with pytest.raises(ValueError, match="accepted: ") as error:
+        split_tests(tests)
+    assert complaint in str(error.value)
+    if tests.startswith("assert f("):
+        assert repr(tests) in str(error.value)  # the statement, named
+
+
+def test_python_verifier_refuses_unsplittable_tests_before_running_anything(monkeypatch):
+    with pytest.raises(ValueError, match="'assert f\\(\\) is None'"):
+        PythonTestVerifier(tests="assert f() is None")
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("a program ran")
+
+    monkeypatch.setattr(llm_bridge.verifiers, "run_in_sandbox", no_run)
+    with pytest.raises(ValueError, match="is not supported"):
+        PythonTestVerifier()("", "def f():\n    return None", tests="assert f() is None")
+    reward = reward_function(PythonTestVerifier(), column_kwargs=("tests",), num_workers=2)
+    with pytest.raises(ValueError, match="chained comparison"):
+        reward(["p"], ["def f():\n    return 1"], tests=["assert 0 < f() < 2"])
+
+
+@pytest.mark.parametrize(
+    ("tests", "program", "status"),
+    [
+        ("assert 3 == add(1, 2)", "def add(a, b):\n    return a + b", "ok"),
+        ("assert add(1, 2) != 4", "def add(a, b):\n    return a + b", "ok"),
+        ("assert add(1, 2) != 3", "def add(a, b):\n    return a + b", "wrong"),
+        ("assert 2 < add(1, 2)\nassert add(1, 2) <= 3", "def add(a, b):\n    return a + b", "ok"),
+        (
+            "assert 'b' in letters()\nassert 'z' not in letters()",
+            "def letters():\n    return 'abc'",
+            "ok",
+        ),
+        (
+            "assert is_even(2)\nassert not is_even(3)",
+            "def is_even(n):\n    return n % 2 == 0",
+            "ok",
+        ),
+        ("assert pair() == (1, 2)", "def pair():\n    return (1, 2)", "ok"),
+        ("assert pair() == (1, 2)", "def pair():\n    return [1, 2]", "ok"),
+        ("assert pair() == [1, 2]", "def pair():\n    return (1, 2)", "ok"),
+        ("assert table() == {'a': [1, (2,)]}", "def table():\n    return {'a': [1, [2]]}", "ok"),
+        ("assert nothing() == None", "def nothing():\n    pass", "ok"),
+        ("assert big() == 1000000000000000000000000000000", "def big():\n    return 10**30", "ok"),
+        ("assert half() == 0.5", "def half():\n    return 1 / 2", "ok"),
+        ("assert infinite() == 1e999", "def infinite():\n    return float('inf')", "ok"),
+        ("assert nan() != 0.0", "def nan():\n    return float('nan')", "ok"),
+        ("assert nan() == 1e999", "def nan():\n    return float('nan')", "wrong"),
+        ("assert one() == 1", "def one():\n    return True", "ok"),  # as Python's ==
+        ("assert one() < 2", "def one():\n    return [1]", "wrong"),  # TypeError: fails
+        ("assert x == 3", "x = 3", "ok"),
+        ("assert False", "x = 3", "wrong"),
+    ],
+)
+def test_python_verifier_judges_each_assert_form_like_python(tests, program, status):
+    assert PythonTestVerifier()("", program, tests=tests).status == status
+
+
+@pytest.mark.parametrize(
+    ("returned", "what"),
+    [
+        ("{1, 2}", "a builtins.set"),
+        ("b'3'", "a builtins.bytes"),
+        ("len", "a builtins.builtin_function_or_method"),
+        ("{1: 3}", "a dict with a key that is not a str"),
+        ("3 + 0j", "a builtins.complex"),
+        ("__import__('fractions').Fraction(3)", "a fractions.Fraction"),
+    ],
+)
+def test_python_verifier_values_that_are_not_plain_data_are_wrong(returned, what):
+    result = PythonTestVerifier()("", f"def f():\n    return {returned}", tests="assert f() == 3")
+    assert result.status == "wrong"
+    assert result.detail.startswith(f"assert f() == 3: returned {what}, not plain data")
 
 
 def test_reward_function_has_the_trl_signature_and_counts_statuses():
