@@ -22,10 +22,7 @@ from games.symmetry import GAME_SYMMETRIES, BoardSymmetries, board_symmetries
 from mbrl.agent import LatentSearchAgent
 from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback, SelfPlayMonitor
 from mbrl.checkpoint import LAST, AtomicCheckpointIO, remove_temporaries, resumable
-from mbrl.config import (
-    LATENT_ALGORITHMS,
-    TrainConfig,
-)
+from mbrl.config import LATENT_ALGORITHMS, TrainConfig
 from mbrl.environments import build_latent_network, make_environment
 from mbrl.graceful_stop import GracefulStop
 from mbrl.networks import AlphaZeroNet
@@ -254,7 +251,7 @@ def resume_point(cfg: TrainConfig, checkpoints: Path, say=print) -> Path | None:
         return None
     path, problems = resumable(checkpoints)
     for problem in problems:
-        say(f"cannot resume from it: {problem}")
+        say(f"{problem}; not resuming from it")
     if path is not None and path.name != LAST:
         say(
             f"resuming from {path}, the newest checkpoint that loads (it holds no replay buffer: "
@@ -264,7 +261,7 @@ def resume_point(cfg: TrainConfig, checkpoints: Path, say=print) -> Path | None:
 
 
 def _checkpoint_callback(run_dir: Path, every: int) -> ModelCheckpoint:
-    checkpoints = ModelCheckpoint(
+    return ModelCheckpoint(
         dirpath=run_dir / "checkpoints",
         filename="step{step:06d}",
         auto_insert_metric_name=False,
@@ -276,7 +273,6 @@ def _checkpoint_callback(run_dir: Path, every: int) -> ModelCheckpoint:
         # key under which Lightning remembers this callback, and it would version the name).
         enable_version_counter=False,
     )
-    return checkpoints
 
 
 def train(cfg: TrainConfig) -> dict:

@@ -66,6 +66,29 @@ def _wait_for(path, process, seconds=120):
         time.sleep(0.05)
 
 
+def test_a_killed_run_resumes_when_the_same_command_is_rerun(tmp_path):
+    process = _start(tmp_path)
+    try:
+        # last.ckpt is written just after each step checkpoint, so once step 15's exists the
+        # resumable last.ckpt holds step 10 or later.
+        _wait_for(tmp_path / "checkpoints" / "step000015.ckpt", process)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert load_checkpoint(tmp_path)["global_step"] >= 10
+    result = subprocess.run(
+        [*process.args[:-2], "trainer.max_steps=30", "trainer.checkpoint_every=5"],
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert '"resumed_from"' in result.stdout and "last.ckpt" in result.stdout
+    resumed = load_checkpoint(tmp_path)
+    assert resumed["global_step"] == 30 and resumed[DATA]["gradient_steps"] == 30
+
+
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stop_signal_writes_last_ckpt_before_exiting(tmp_path, number):
     process = _start(tmp_path)
