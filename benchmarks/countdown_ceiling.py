@@ -7,7 +7,7 @@ roughly this, since its data are the search's finds on the same puzzles.
     python -m benchmarks.countdown_ceiling --width 256           # 4x the parameters (~22 min)
     python -m benchmarks.countdown_ceiling --extra-train 3000    # + other-target puzzles
 
-Prints one JSON line per run (figures in the README's Countdown section).
+Prints one JSON line per run (figures in docs/results.md, "The imitation ceiling").
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ a round of search did. After each round: greedy accuracy on the 262 test puzzles
     python -m benchmarks.countdown_distill
     python -m benchmarks.countdown_distill --methods distill llm.round_prompts=200   # shorter
 
-The best recipe so far (README, "Distinct solutions"; experiment=countdown_distill_distinct): a
-start pre-trained on up to 32 solutions for 30% of the puzzles, 2,000 updates per round, at least
+The best recipe so far (docs/results.md, "Distinct solutions";
+experiment=countdown_distill_distinct): a start pre-trained on up to 32 solutions for 30% of the puzzles, 2,000 updates per round, at least
 four distinct-solution searches per puzzle and more while a round's passes stay within 100k:
 
     python -m benchmarks.countdown_distill --pretrained runs/cd_pre30 llm.pretrain_fraction=0.3 \

@@ -327,6 +327,9 @@ def train(cfg: TrainConfig) -> dict:
         warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")
         # The data module resumes through its own state_dict (replay, actor, RNG, counters).
         warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended")
+        # A changed trainer.checkpoint_every renames the checkpoint callback's state; it starts
+        # afresh, by design (last.ckpt keeps its name: _checkpoint_callback).
+        warnings.filterwarnings("ignore", message="Be aware that when using `ckpt_path`")
         trainer.fit(system, datamodule=data, ckpt_path=resume, weights_only=True)
     trainer.save_checkpoint(last, weights_only=False)  # everything, replay included
     return {

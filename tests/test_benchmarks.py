@@ -1,4 +1,4 @@
-"""The speed benchmark (`make demo`) runs: a smoke test so that it does not rot."""
+"""The speed benchmark (`make search-demo`) runs: a smoke test so that it does not rot."""
 
 from benchmarks import search_speed
 
