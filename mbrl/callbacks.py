@@ -18,7 +18,7 @@ from games.opponents import make_opponent
 from mbrl.agent import SearchAgent
 from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
 from mbrl.evaluation.episodes import run_episodes
-from mbrl.evaluation.exhaustive import play_exhaustively
+from mbrl.evaluation.exhaustive import SEAT_LABELS, SeatResult, play_exhaustively
 from mbrl.graceful_stop import EvaluationAborted, GracefulStop
 from mbrl.selfplay.planner import SearchSettings
 
@@ -263,11 +263,8 @@ class EvaluationCallback(PeriodicEvaluation):
                 f"{r['score']:.2f}",
             )
         for seat, lines in record.get("exhaustive", {}).items():  # every line, counted
-            score = (lines["wins"] + 0.5 * lines["draws"]) / max(1, lines["lines"])
             counts = (str(lines[k]) for k in ("wins", "draws", "losses"))
-            table.add_row(
-                f"every line, {'1st' if seat == 'first' else '2nd'}", *counts, f"{score:.2f}"
-            )
+            table.add_row(SEAT_LABELS[seat], *counts, f"{SeatResult(**lines).score:.2f}")
         extras = [f"{k}={record[k]:.3f}" for k in ("policy_optimal", "elo") if k in record]
         Console(stderr=True).print(table, *extras)
 

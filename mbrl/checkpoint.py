@@ -39,11 +39,12 @@ class CorruptCheckpointError(ValueError):
     """A file that is not a complete checkpoint (truncated, overwritten, another format)."""
 
 
-def load_safely(path: str | os.PathLike, map_location: Any = "cpu") -> Any:
-    """``torch.load(path, weights_only=True)``, with one clear error per way it can fail."""
+def load_safely(path: str | os.PathLike, map_location: Any = "cpu", mmap: bool = False) -> Any:
+    """``torch.load(path, weights_only=True)``, with one clear error per way it can fail.
+    mmap: map the tensors' storage instead of reading it (cheap structure checks)."""
     path = Path(path)
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except FileNotFoundError:
         raise
     except pickle.UnpicklingError as error:
@@ -145,10 +146,7 @@ def resumable(directory: Path) -> tuple[Path | None, list[str]]:
 def load_checkpoint_lazily(path: Path) -> None:
     """Read ``path``'s structure without reading its tensors (memory-mapped): cheap enough to
     vet a multi-gigabyte replay buffer before Lightning loads it for real."""
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:
-        checkpoint = load_safely(path)  # raises the clear error for whatever went wrong
+    checkpoint = load_safely(path, mmap=True)
     if not isinstance(checkpoint, dict) or METADATA_KEY not in checkpoint:
         raise CorruptCheckpointError(f"{path} is not an mbrl checkpoint")
 

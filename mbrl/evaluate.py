@@ -14,7 +14,7 @@ from rich.table import Table
 from games.opponents import OPPONENT_SPECS, make_opponent
 from mbrl.evaluation import play_match
 from mbrl.evaluation.episodes import run_episodes
-from mbrl.evaluation.exhaustive import play_exhaustively
+from mbrl.evaluation.exhaustive import SEAT_LABELS, play_exhaustively
 from mbrl.loading import load_agent
 from mbrl.threads import configure_threads
 
@@ -101,16 +101,15 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
     if cfg.exhaustive:
         walked = play_exhaustively(loaded.game, agent)
         report["exhaustive"] = walked.as_dict()
-        for seat in ("first", "second"):
+        for seat, label in SEAT_LABELS.items():
             lines = getattr(walked, seat)
-            score = (lines.wins + 0.5 * lines.draws) / max(1, lines.lines)
             won = f"{lines.wins}-{lines.losses}"
             table.add_row(
-                f"every line, {'1st' if seat == 'first' else '2nd'}",
+                label,
                 *map(str, (lines.lines, lines.wins, lines.draws, lines.losses)),
                 won if seat == "first" else "",
                 won if seat == "second" else "",
-                f"{score:.3f}",
+                f"{lines.score:.3f}",
             )
     Console().print(table)
     if cfg.exhaustive:

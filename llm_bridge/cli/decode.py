@@ -7,30 +7,10 @@ mbrl-decode checkpoint=RUN method=gumbel budget=32 prompts=my_prompts.txt
 
 from __future__ import annotations
 
-import sys
+from llm_bridge.decode_command import DecodeCommandConfig, run_decode
+from mbrl.cli._command import console_main
 
-import hydra
-from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig
-
-from llm_bridge.decode_command import DecodeCommandConfig
-from mbrl.cli._command import check_overrides, run_command, to_object
-
-APP = "mbrl-decode"
-ConfigStore.instance().store(name="decode_command_schema", node=DecodeCommandConfig)
-
-
-@hydra.main(version_base="1.3", config_path="pkg://configs", config_name="decode_command")
-def _hydra_main(cfg: DictConfig) -> None:
-    from llm_bridge.decode_command import run_decode
-
-    run_command(APP, lambda: run_decode(to_object(cfg, DecodeCommandConfig)))
-
-
-def main() -> None:
-    run_command(APP, lambda: check_overrides(sys.argv[1:], DecodeCommandConfig))
-    _hydra_main()
-
+main = console_main("mbrl-decode", DecodeCommandConfig, "decode_command", run_decode)
 
 if __name__ == "__main__":
     main()

@@ -5,15 +5,17 @@ Hydra's struct mode refuses a misspelt ``key=value``, but ``+key=value`` adds an
 `check_overrides` looks at the command line before Hydra does and `check_keys` at the composed
 config after, so an unknown key fails either way, naming the key and its close matches.
 
-`run_command` turns the errors a person can act on (a bad value, a missing file, an unknown key)
-into one line on stderr and exit status 2, and Ctrl-C into one line and status 130; the
-traceback is shown only with ``HYDRA_FULL_ERROR=1``, the switch Hydra's own errors use.
+`console_main` builds a command's entry point from its schema and function. `run_command` turns
+the errors a person can act on (a bad value, a missing file, an unknown key) into one line on
+stderr and exit status 2, and Ctrl-C into one line and status 130; the traceback is shown only
+with ``HYDRA_FULL_ERROR=1``, the switch Hydra's own errors use.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import os
 import sys
 import typing
@@ -53,9 +55,15 @@ def schema_keys(schema: type, prefix: str = "") -> Iterator[tuple[str, bool]]:
             yield name, typing.get_origin(kind) is dict
 
 
+@functools.cache
+def _declared(schema: type) -> dict[str, bool]:
+    """`schema_keys` as a dict, walked once per schema."""
+    return dict(schema_keys(schema))
+
+
 def _unknown(key: str, schema: type, groups: Sequence[str]) -> str | None:
     """None if ``key`` is declared (or lies under a free-form dict), else the error message."""
-    known = dict(schema_keys(schema))
+    known = _declared(schema)
     if key in known or key in groups:
         return None
     parts = key.split(".")
@@ -123,6 +131,28 @@ def describe(error: BaseException) -> str:
     if not lines:
         return type(error).__name__
     return lines[0] if isinstance(error, OmegaConfBaseException) else " ".join(lines)
+
+
+def console_main(
+    app: str, schema: type, config_name: str, run: Callable[[Any], Any]
+) -> Callable[[], None]:
+    """The console entry point of a command whose config is ``schema`` (registered with Hydra as
+    ``<config_name>_schema``): overrides checked, composed, ``run(config object)`` with user
+    errors as one line."""
+    import hydra
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name=f"{config_name}_schema", node=schema)
+
+    @hydra.main(version_base="1.3", config_path="pkg://configs", config_name=config_name)
+    def compose_and_run(cfg: DictConfig) -> None:
+        run_command(app, lambda: run(to_object(cfg, schema)))
+
+    def main() -> None:
+        run_command(app, lambda: check_overrides(sys.argv[1:], schema))
+        compose_and_run()
+
+    return main
 
 
 def run_command(app: str, function: Callable[[], Any]) -> Any:

@@ -10,30 +10,10 @@ Opponents: random, lookahead (win now, else block), minimax (exact; small games)
 
 from __future__ import annotations
 
-import sys
+from mbrl.cli._command import console_main
+from mbrl.evaluate import EvalCommandConfig, evaluate
 
-import hydra
-from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig
-
-from mbrl.cli._command import check_overrides, run_command, to_object
-from mbrl.evaluate import EvalCommandConfig
-
-APP = "mbrl-eval"
-ConfigStore.instance().store(name="eval_command_schema", node=EvalCommandConfig)
-
-
-@hydra.main(version_base="1.3", config_path="pkg://configs", config_name="eval_command")
-def _hydra_main(cfg: DictConfig) -> None:
-    from mbrl.evaluate import evaluate
-
-    run_command(APP, lambda: evaluate(to_object(cfg, EvalCommandConfig)))
-
-
-def main() -> None:
-    run_command(APP, lambda: check_overrides(sys.argv[1:], EvalCommandConfig))
-    _hydra_main()
-
+main = console_main("mbrl-eval", EvalCommandConfig, "eval_command", evaluate)
 
 if __name__ == "__main__":
     main()

@@ -33,6 +33,14 @@ class SeatResult:
     positions: int
     losing_line: tuple[str, ...] = ()
 
+    @property
+    def score(self) -> float:
+        """Points per line: win 1, draw 0.5 (as a match's score)."""
+        return (self.wins + 0.5 * self.draws) / max(1, self.lines)
+
+
+SEAT_LABELS = {"first": "every line, 1st", "second": "every line, 2nd"}  # table rows
+
 
 @dataclass(frozen=True)
 class ExhaustiveResult:
