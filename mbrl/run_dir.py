@@ -29,7 +29,7 @@ RUN_FILES = (
     "eval_results.json",
     "rounds.jsonl",
     EXPERIMENT_FILE,
-)  # Hydra's .hydra/ (the composed config) is the current job's own: rewritten, never cleared
+)
 RUN_FOLDERS = ("checkpoints", "tb")  # removed when nothing else is left in them
 
 

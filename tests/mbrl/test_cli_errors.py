@@ -184,3 +184,13 @@ def test_ctrl_c_in_play_exits_with_one_line(trained_run, when):
             process.kill()
     assert process.returncode == 130, stderr
     assert stderr.strip().splitlines() == ["mbrl-play: interrupted"], stderr
+
+
+def test_a_run_dir_that_is_a_file_or_a_failed_start_leaves_the_disk_alone(tmp_path):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    line = one_line_error(run_cli("mbrl.cli.train", f"run_dir={a_file}"), "mbrl-train")
+    assert "is a file, not a directory" in line and a_file.read_text() == "mine"
+    never = tmp_path / "never"
+    one_line_error(run_cli("mbrl.cli.train", f"run_dir={never}", "game.name=nope"), "mbrl-train")
+    assert not never.exists()  # not even Hydra's .hydra/ record
