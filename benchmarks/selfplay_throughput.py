@@ -20,7 +20,7 @@ from games import BoardGame
 from mbrl.networks import AlphaZeroNet
 from mbrl.selfplay.actor import SelfPlayActor
 from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.planner import SearchSettings
+from search import SearchSettings
 
 SIZES = {"tic_tac_toe": (32, 2), "connect_four": (32, 4), "othello": (64, 4), "go": (64, 6)}
 

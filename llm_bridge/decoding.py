@@ -22,15 +22,17 @@ completions themselves (`Decoded.solutions`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 import search
 from llm_bridge.text_env import TextEnv, TextNode
+from search import SearchSettings
 
 METHODS = ("greedy", "sample", "best_of_n", "beam", "mcts", "gumbel")
+_SEARCH_POLICY = {"mcts": "puct", "gumbel": "gumbel"}  # search methods: their search.policy
 MAX_SEARCHES_FACTOR = 4  # decode_distinct with a pass budget: at most this many times `searches`
 
 
@@ -62,15 +64,19 @@ class Decoded:
         return float((self.rewards > 0).mean()) if len(self.rewards) else 0.0
 
 
-class TreeSearchSettings(NamedTuple):
+@dataclass
+class TreeSearchSettings(SearchSettings):
+    """`SearchSettings` with decoding's defaults, plus what only decoding uses. The policy
+    (PUCT or Gumbel) comes from the decoding method, ``mcts`` or ``gumbel``."""
+
     num_simulations: int = 16
     max_num_considered_actions: int = 8  # gumbel
     dirichlet_fraction: float = 0.0  # decoding explores through the tree, not noise
+    dirichlet_legal_only: bool = False
     # PUCT: the played action is sampled from visits ** (1 / temperature); 0 = the most visited.
     # Distillation's repeated searches of a prompt use noise and temperature to find other
     # solutions.
     temperature: float = 0.0
-    pb_c_init: float = 1.25
     # Distillation: also take the visit distribution of every interior node visited at least
     # this often (sub-problems off the played path); 0 = only the decisions played.
     tree_target_visits: int = 0
@@ -101,8 +107,12 @@ def decode(
     elif method == "beam":
         nodes = _beam(env, items, budget)
     else:
-        settings = (settings or TreeSearchSettings())._replace(num_simulations=budget)
-        nodes, targets, solutions = _search_decode(env, env.reset(items), method, settings, seed)
+        settings = replace(
+            settings or TreeSearchSettings(),
+            num_simulations=budget,
+            policy=_SEARCH_POLICY[method],
+        )
+        nodes, targets, solutions = _search_decode(env, env.reset(items), settings, seed)
     return _decoded(nodes, env.adapter.forward_passes - before, targets, solutions)
 
 
@@ -141,7 +151,9 @@ def decode_distinct(
         raise ValueError(
             f"decode_distinct needs token actions (a TextEnv), got {type(env).__name__}"
         )
-    settings = (settings or TreeSearchSettings())._replace(num_simulations=budget)
+    settings = replace(
+        settings or TreeSearchSettings(), num_simulations=budget, policy=_SEARCH_POLICY[method]
+    )
     before = env.adapter.forward_passes
     roots = env.reset(items)
     known: list[set[tuple[int, ...]]] = [set() for _ in items]
@@ -155,9 +167,7 @@ def decode_distinct(
             roots = env.restart(known)
         # Seeds as without a budget, so its first `searches` match; an extra search's seed is
         # another round's (seed + 1), harmless since that round searches with another model.
-        nodes, targets, solutions = _search_decode(
-            env, roots, method, settings, seed * searches + k
-        )
+        nodes, targets, solutions = _search_decode(env, roots, settings, seed * searches + k)
         for found, new in zip(known, solutions, strict=True):
             found.update(new)
         runs.append((nodes, targets, solutions))
@@ -250,9 +260,7 @@ def _root_seeds(seed: int, rows: Sequence[int], move: int) -> np.ndarray:
     return np.array([(seed * 1_000_003 + row) * 1009 + move for row in rows], np.int64)
 
 
-def _search_decode(
-    env: TextEnv, starts: list[TextNode], method: str, settings: TreeSearchSettings, seed: int
-):
+def _search_decode(env: TextEnv, starts: list[TextNode], settings: TreeSearchSettings, seed: int):
     """Searches from ``starts`` (one root per item) to the end: ``(final nodes, targets,
     solutions)`` per item."""
     nodes = list(starts)
@@ -261,7 +269,7 @@ def _search_decode(
     move = 0
     while live := [i for i, n in enumerate(nodes) if not n.terminal]:
         roots = [nodes[i] for i in live]
-        output = _search(env, roots, method, settings, _root_seeds(seed, live, move))
+        output = _search(env, roots, settings, _root_seeds(seed, live, move))
         for j, (i, root) in enumerate(zip(live, roots, strict=True)):
             leaves = _verified_leaves(output.embeddings[j])
             if leaves:  # solved: return the first verified completion stored
@@ -284,31 +292,20 @@ def _search_decode(
     return nodes, targets, solutions
 
 
-def _search(env: TextEnv, roots: list[TextNode], method: str, settings: TreeSearchSettings, keys):
+def _search(env: TextEnv, roots: list[TextNode], settings: TreeSearchSettings, keys):
     root = search.RootOutput(
         prior_logits=np.stack([r.prior_logits for r in roots]),
         value=np.array([r.value for r in roots], np.float32),
         embedding=list(roots),
     )
-    common = dict(
-        num_simulations=settings.num_simulations,
-        legal_mask=np.stack([r.legal for r in roots]),
-        seed=keys,
-    )
-    if method == "gumbel":
-        return search.gumbel_muzero_policy(
-            root,
-            env.recurrent_fn,
-            **common,
-            max_num_considered_actions=settings.max_num_considered_actions,
-        )
-    return search.muzero_policy(
+    legal = np.stack([r.legal for r in roots])
+    return search.run(
         root,
         env.recurrent_fn,
-        **common,
-        dirichlet_fraction=settings.dirichlet_fraction,
+        settings,
+        legal_mask=legal,
+        keys=keys,
         temperature=settings.temperature,
-        pb_c_init=settings.pb_c_init,
     )
 
 

@@ -11,10 +11,12 @@ import dataclasses
 import numpy as np
 import torch
 
+import search
 from games import BoardGame
 from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.latent_model import LatentModel
-from mbrl.selfplay.planner import SearchSettings, plan, search_roots
+from mbrl.selfplay.planner import plan
+from search import SearchSettings
 
 
 def with_simulations(
@@ -92,11 +94,11 @@ class LatentSearchAgent:
             logits, _ = self.model.evaluate(obs)
             return np.argmax(np.where(legal, logits, -np.inf), axis=1).astype(np.int64)
         root = self.model.root(obs)
-        output = search_roots(
+        output = search.run(
             root,
-            legal,
             self.model.recurrent_fn,
             self.settings,
+            legal_mask=legal,
             deterministic=True,
             value_prefix_horizon=self.horizon,
         )

@@ -20,7 +20,7 @@ from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
 from mbrl.evaluation.episodes import run_episodes
 from mbrl.evaluation.exhaustive import SEAT_LABELS, SeatResult, play_exhaustively
 from mbrl.graceful_stop import EvaluationAborted, GracefulStop
-from mbrl.selfplay.planner import SearchSettings
+from search import SearchSettings
 
 # Elo matches are between deterministic searchers: without varied openings every game with the
 # same seating would repeat. Two random plies, shared by each pair of games with seats swapped.

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from search.settings import SearchSettings
+
 # Language-model training (llm_bridge, game.kind=text): pre-training on solver solutions, then
 # rounds of search distillation, or the baselines SFT on verified samples and GRPO.
 LM_ALGORITHMS = ("lm_pretrain", "lm_distill", "lm_sft_verified", "lm_grpo")
@@ -94,21 +96,6 @@ class ModelConfig:
     downsample: bool = False  # images: EfficientZero's 96x96 -> 6x6 encoder
     action_encoding: str = "auto"  # auto | onehot | scalar
     torso: str = "auto"  # learned models: auto (mlp for vectors, conv for boards) | mlp | conv
-
-
-@dataclass
-class SearchConfig:
-    policy: str = "puct"  # puct | gumbel (set by algo)
-    num_simulations: int = 32
-    eval_simulations: int = 32  # evaluation and play (0 = raw policy)
-    dirichlet_alpha: float = 0.3
-    dirichlet_fraction: float = 0.25
-    dirichlet_legal_only: bool = True
-    pb_c_init: float = 1.25
-    pb_c_base: float = 19652.0
-    max_num_considered_actions: int = 16
-    gumbel_scale: float = 1.0
-    qtransform: str = "parent_and_siblings"  # PUCT only: parent_and_siblings | tree_min_max
 
 
 @dataclass
@@ -252,7 +239,7 @@ class TrainConfig:
     game: GameConfig = field(default_factory=GameConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
-    search: SearchConfig = field(default_factory=SearchConfig)
+    search: SearchSettings = field(default_factory=SearchSettings)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)

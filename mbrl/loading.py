@@ -20,7 +20,7 @@ from mbrl.checkpoint import METADATA_KEY, check_compatible, load_checkpoint
 from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, AtariGameConfig, GameConfig, ModelConfig
 from mbrl.environments import Environment, build_latent_network, make_environment
 from mbrl.networks import AlphaZeroNet
-from mbrl.selfplay.planner import SearchSettings
+from search import SearchSettings
 
 
 @dataclasses.dataclass

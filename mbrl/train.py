@@ -34,17 +34,9 @@ from mbrl.replay.targets import alphazero_fields
 from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.selfplay.embedded import LoopSettings, SelfPlayDataModule
 from mbrl.selfplay.latent_loop import LatentSelfPlayDataModule, LatentSettings
-from mbrl.selfplay.planner import SearchSettings
 from mbrl.system import OptimSettings, System
 from mbrl.threads import configure_threads
 from mbrl.validation import validate
-
-
-def search_settings(cfg: TrainConfig) -> SearchSettings:
-    fields = {f.name for f in dataclasses.fields(SearchSettings)}
-    return SearchSettings(
-        **{k: v for k, v in dataclasses.asdict(cfg.search).items() if k in fields}
-    )
 
 
 def build_network(game: BoardGame, model_cfg) -> AlphaZeroNet:
@@ -88,7 +80,7 @@ def build_alphazero(cfg: TrainConfig, run_dir: Path):
     """``(system, data module, evaluation callback)`` for AlphaZero and Gumbel AlphaZero."""
     game = BoardGame(cfg.game.name, cfg.game.params, max_moves=cfg.game.max_moves)
     network = build_network(game, cfg.model)
-    settings = search_settings(cfg)
+    settings = cfg.search
     metadata = {
         "game": game.spec,
         "model": dataclasses.asdict(cfg.model),
@@ -140,7 +132,7 @@ def build_latent(cfg: TrainConfig, run_dir: Path):
     environment = make_environment(cfg.game, cfg.trainer.num_games, seed=cfg.seed)
     algo = cfg.algo
     network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
-    settings = search_settings(cfg)
+    settings = cfg.search
     metadata = {
         "game": environment.spec,
         "model": dataclasses.asdict(cfg.model),

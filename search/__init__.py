@@ -1,43 +1,54 @@
 """Batched MCTS on numpy arrays with numba kernels (mctx semantics by default).
 
 Knows nothing of torch models, games or Lightning: give it a `RootOutput` and a batched
-``recurrent_fn``; get a `SearchOutput`.
+``recurrent_fn``; get a `SearchOutput`. `SearchSettings` and `run` are the configured search
+that every caller uses.
+
+Names load on first use (PEP 562), so that reading `SearchSettings` (a config schema, needed
+by ``--help``) does not start numba.
 """
+
+from __future__ import annotations
+
+import importlib
 
 from search._numba_cache import invalidate_if_sources_changed
 
 invalidate_if_sources_changed()
 
-from search.policies import gumbel_muzero_policy, muzero_policy  # noqa: E402
-from search.qtransforms import (  # noqa: E402
-    QTransform,
-    qtransform_by_min_max,
-    qtransform_by_parent_and_siblings,
-    qtransform_completed_by_mix_value,
-    qtransform_tree_min_max,
-)
-from search.records import RootOutput, SearchOutput, StepOutput  # noqa: E402
-from search.rng import root_keys  # noqa: E402
-from search.tabular import TabularModel, tabular_model  # noqa: E402
-from search.tree import NO_PARENT, ROOT_INDEX, UNVISITED, Tree, tree_depths  # noqa: E402
+_SOURCES = {
+    "gumbel_muzero_policy": "policies",
+    "muzero_policy": "policies",
+    "QTransform": "qtransforms",
+    "qtransform_by_min_max": "qtransforms",
+    "qtransform_by_parent_and_siblings": "qtransforms",
+    "qtransform_completed_by_mix_value": "qtransforms",
+    "qtransform_tree_min_max": "qtransforms",
+    "RootOutput": "records",
+    "SearchOutput": "records",
+    "StepOutput": "records",
+    "root_keys": "rng",
+    "SEARCH_POLICIES": "settings",
+    "SearchSettings": "settings",
+    "run": "settings",
+    "TabularModel": "tabular",
+    "tabular_model": "tabular",
+    "NO_PARENT": "tree",
+    "ROOT_INDEX": "tree",
+    "UNVISITED": "tree",
+    "Tree": "tree",
+    "tree_depths": "tree",
+}
+__all__ = sorted(_SOURCES)
 
-__all__ = [
-    "NO_PARENT",
-    "ROOT_INDEX",
-    "UNVISITED",
-    "QTransform",
-    "RootOutput",
-    "SearchOutput",
-    "StepOutput",
-    "TabularModel",
-    "Tree",
-    "gumbel_muzero_policy",
-    "muzero_policy",
-    "qtransform_by_min_max",
-    "qtransform_by_parent_and_siblings",
-    "qtransform_completed_by_mix_value",
-    "qtransform_tree_min_max",
-    "root_keys",
-    "tabular_model",
-    "tree_depths",
-]
+
+def __getattr__(name: str):
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'search' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"search.{_SOURCES[name]}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SOURCES])

@@ -23,7 +23,8 @@ import torch
 from games import BoardGame
 from mbrl.replay.targets import Trajectory
 from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.planner import SearchSettings, opening_rng, plan, root_keys
+from mbrl.selfplay.planner import opening_rng, plan, root_keys
+from search import SearchSettings
 
 _FIELDS = ("obs", "legal", "policy", "root_value", "move_value", "to_play", "actions")
 

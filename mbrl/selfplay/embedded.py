@@ -30,7 +30,7 @@ from mbrl.replay import ReplayBuffer
 from mbrl.replay.targets import alphazero_fields, alphazero_positions
 from mbrl.selfplay.actor import SelfPlayActor
 from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.planner import SearchSettings
+from search import SearchSettings
 
 
 @dataclass(frozen=True)

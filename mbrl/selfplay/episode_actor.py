@@ -27,10 +27,12 @@ import time
 
 import numpy as np
 
+import search
 from games import TimeStep
 from mbrl.replay.episodes import Episode
 from mbrl.selfplay.latent_model import LatentModel
-from mbrl.selfplay.planner import SearchSettings, opening_rng, root_keys, search_roots
+from mbrl.selfplay.planner import opening_rng, root_keys
+from search import SearchSettings
 
 _RECORDED = ("frames", "actions", "rewards", "to_play", "policy", "root_value", "legal", "turns")
 
@@ -120,11 +122,11 @@ class EpisodeActor:
         keys = root_keys(self.seed, self.episode_ids, self.moves)
         start = time.perf_counter()
         root = self.model.root(ts.obs)
-        output = search_roots(
+        output = search.run(
             root,
-            ts.legal,
             self.model.recurrent_fn,
             self.settings,
+            legal_mask=ts.legal,
             keys=keys,
             temperature=self.temperature,
             value_prefix_horizon=self.value_prefix_horizon,

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+import search
 from games.symmetry import BoardSymmetries
 from mbrl.replay.episodes import EpisodeReplay, Unroll
 from mbrl.selfplay.embedded import EmbeddedLoop, LoopSettings
 from mbrl.selfplay.episode_actor import EpisodeActor
 from mbrl.selfplay.latent_model import LatentModel
-from mbrl.selfplay.planner import SearchSettings, search_roots
+from search import SearchSettings
 
 
 @dataclass(frozen=True)
@@ -180,11 +181,11 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
         obs = self.replay.observations(positions)
         legal = self.replay.legal[positions % self.replay.capacity]
         root = self.target_model.root(obs)
-        output = search_roots(
+        output = search.run(
             root,
-            legal,
             self.target_model.recurrent_fn,
             self.search,
+            legal_mask=legal,
             keys=positions.astype(np.uint64),
             deterministic=self.search.policy == "puct",
             value_prefix_horizon=self.latent.value_prefix_horizon or None,

@@ -207,7 +207,7 @@ def test_segmented_episodes_give_the_same_unroll_targets_as_whole_ones():
     from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
     from mbrl.selfplay.episode_actor import EpisodeActor
     from mbrl.selfplay.latent_model import LatentModel
-    from mbrl.selfplay.planner import SearchSettings
+    from search import SearchSettings
 
     torch.manual_seed(0)
     net = MuZeroNet((4,), 2, MuZeroNetSettings(channels=8, latent_dim=8, head_hidden=8)).eval()
@@ -280,7 +280,7 @@ def test_segments_carry_the_frames_that_complete_their_first_stacks():
     from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
     from mbrl.selfplay.episode_actor import EpisodeActor
     from mbrl.selfplay.latent_model import LatentModel
-    from mbrl.selfplay.planner import SearchSettings
+    from search import SearchSettings
 
     torch.manual_seed(0)
     tiny = MuZeroNetSettings(channels=4, head_hidden=4, support_size=5, reward_support_size=5)

@@ -10,7 +10,8 @@ from mbrl.networks import AlphaZeroNet
 from mbrl.replay.targets import alphazero_positions
 from mbrl.selfplay.actor import SelfPlayActor, played_move_values
 from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.planner import SearchSettings, plan
+from mbrl.selfplay.planner import plan
+from search import SearchSettings
 
 GAME = BoardGame("tic_tac_toe")
 

@@ -14,7 +14,7 @@ from mbrl.selfplay.embedded import LoopSettings
 from mbrl.selfplay.episode_actor import EpisodeActor
 from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.latent_model import LatentModel
-from mbrl.selfplay.planner import SearchSettings
+from search import SearchSettings
 
 GAME = BoardGame("tic_tac_toe")
 OPENING = 3
