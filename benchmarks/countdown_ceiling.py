@@ -26,7 +26,8 @@ from llm_bridge.rounds import pretrain_examples
 from llm_bridge.tasks.text_tasks import make_task
 from llm_bridge.tokenizer import CharTokenizer
 from llm_bridge.train_text import build_env, evaluate_greedy
-from mbrl.system import OptimSettings, System
+from mbrl.config import OptimConfig
+from mbrl.system import System
 
 
 def main() -> None:
@@ -54,7 +55,7 @@ def main() -> None:
     env = build_env(model, tokenizer, split.task, candidates=8, max_new_tokens=40)
     examples = pretrain_examples(env, [*split.train, *split.extra], args.solutions)
     # The countdown_pretrain preset's optimiser (constant learning rate).
-    optim = OptimSettings(lr=1e-3, weight_decay=0.01)
+    optim = OptimConfig(lr=1e-3, weight_decay=0.01)
     fit(
         System(model, LMObjective(), optim),
         examples,

@@ -46,7 +46,7 @@ from llm_bridge.transformer_adapter import TransformerAdapter
 from mbrl.checkpoint import remove_temporaries
 from mbrl.config import LLMConfig, TrainConfig
 from mbrl.run_dir import check_run_dir, claim_run_dir
-from mbrl.system import OptimSettings, System
+from mbrl.system import System
 from mbrl.threads import configure_threads
 from mbrl.validation import validate
 
@@ -213,7 +213,6 @@ def train_text(cfg: TrainConfig) -> dict:
         max_new_tokens=llm.max_new_tokens,
         overflow=llm.overflow,
     )
-    optim = OptimSettings(**{k: getattr(cfg.optim, k) for k in OptimSettings.__dataclass_fields__})
     rounds = 0 if cfg.algo.name == "lm_pretrain" else llm.rounds
     pretraining = pretrain_examples(
         env,
@@ -233,7 +232,7 @@ def train_text(cfg: TrainConfig) -> dict:
             if llm.keep_data and cfg.algo.name != "lm_grpo":  # GRPO stays on-policy
                 pool.extend(examples)
                 examples = pretraining + pool
-        system = System(model, objective, optim, metadata={"task": task_spec(cfg)})
+        system = System(model, objective, cfg.optim, metadata={"task": task_spec(cfg)})
         logger = (
             TensorBoardLogger(run_dir, name="tb", version=f"round{round_index}")
             if cfg.logger.tensorboard

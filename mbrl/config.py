@@ -109,20 +109,41 @@ class ReplayConfig:
     augment_symmetries: bool = False
 
 
+OPTIMIZERS = ("adam", "adamw", "sgd")
+SCHEDULES = ("constant", "cosine", "step")
+
+
 @dataclass
 class OptimConfig:
+    """The learner's optimizer and learning-rate schedule (`mbrl.system.System`)."""
+
     optimizer: str = "adamw"  # adam | adamw | sgd
     lr: float = 1e-3
     weight_decay: float = 1e-4
-    momentum: float = 0.9
+    momentum: float = 0.9  # sgd only
     schedule: str = "constant"  # constant | cosine | step
     warmup_steps: int = 0
-    total_steps: int = 1000
+    total_steps: int = 1000  # cosine: decays to lr * min_lr_ratio by then
     min_lr_ratio: float = 0.1
-    step_every: int = 1000
+    step_every: int = 1000  # step: multiply by gamma every so many steps
     gamma: float = 0.1
     grad_clip: float = 5.0
     loss_limit: float = 1e6  # a loss above this (or NaN/inf) stops the run; 0 = no limit
+
+    def __post_init__(self):
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optim.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"optim.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if not self.lr > 0:
+            raise ValueError(f"optim.lr must be > 0, got {self.lr}")
+        if self.step_every < 1 or self.total_steps < 1 or self.warmup_steps < 0:
+            raise ValueError(
+                "optim.step_every and optim.total_steps must be >= 1 and optim.warmup_steps "
+                f">= 0, got {self.step_every}, {self.total_steps}, {self.warmup_steps}"
+            )
+        if not 0.0 <= self.min_lr_ratio <= 1.0:
+            raise ValueError(f"optim.min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
 
 
 @dataclass

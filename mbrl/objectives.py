@@ -9,11 +9,12 @@ further objectives over their own batch layouts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from mbrl import losses
+from mbrl.config import AlgoConfig
 from mbrl.networks.support import ScalarSupport
 
 
@@ -55,17 +56,14 @@ class MuZeroObjective:
     prefix) cross-entropy, and optionally the negative cosine similarity between the projected
     ``s_k`` and the (stop-gradient) projection of ``h(obs_{t+k})``. Unrolled steps' losses are
     scaled by ``1/K`` and the latent's gradient by 0.5 at each step, as in MuZero. Batch layout:
-    ``mbrl.replay.episodes.Unroll`` as tensors.
+    ``mbrl.replay.episodes.Unroll`` as tensors. The loss weights and the value prefix's horizon
+    are ``algo``'s (``*_weight``, ``value_prefix_horizon``); K is the batch's.
     """
 
-    unroll_steps: int = 5
-    policy_weight: float = 1.0
-    value_weight: float = 0.25
-    reward_weight: float = 1.0
-    consistency_weight: float = 0.0  # EfficientZero: 2.0
-    value_prefix_horizon: int = 0  # EfficientZero: LSTM state reset every H steps; 0 = rewards
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
 
     def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        algo = self.algo
         value_support = ScalarSupport(network.settings.support_size)
         reward_support = ScalarSupport(network.settings.reward_support_size)
         weights = batch["weights"]
@@ -87,7 +85,7 @@ class MuZeroObjective:
         root_value = value_support.to_scalar(value_logits.detach())
         lstm = network.initial_lstm_state(len(latent), latent.device)
         for k in range(1, k_steps + 1):
-            if self.value_prefix_horizon and (k - 1) % self.value_prefix_horizon == 0:
+            if algo.value_prefix_horizon and (k - 1) % algo.value_prefix_horizon == 0:
                 lstm = network.initial_lstm_state(len(latent), latent.device)
             latent = scale_gradient(latent, 0.5)
             latent, reward_logits, lstm = network.dynamics(latent, batch["actions"][:, k - 1], lstm)
@@ -108,7 +106,7 @@ class MuZeroObjective:
                 )
                 * batch["reward_mask"][:, k]
             )
-            if self.consistency_weight:
+            if algo.consistency_weight:
                 with torch.no_grad():
                     target = network.project(
                         network.represent(batch["future_obs"][:, k - 1]), with_head=False
@@ -124,10 +122,10 @@ class MuZeroObjective:
         reward = _unrolled_sum(reward_terms, per_step, zero)
         consistency = _unrolled_sum(consistency_terms, per_step, zero)
         per_sample = (
-            self.policy_weight * policy
-            + self.value_weight * value
-            + self.reward_weight * reward
-            + self.consistency_weight * consistency
+            algo.policy_weight * policy
+            + algo.value_weight * value
+            + algo.reward_weight * reward
+            + algo.consistency_weight * consistency
         )
         loss = (per_sample * weights).mean()
         value_error = (root_value - batch["value"][:, 0]).abs()
@@ -139,13 +137,13 @@ class MuZeroObjective:
             "value_abs_error": value_error.mean(),
             "policy_entropy": root_policy.metrics["policy_entropy"],
         }
-        if self.consistency_weight:
+        if algo.consistency_weight:
             metrics["consistency_loss"] = consistency.mean().detach()
         return losses.LossOutput(loss, value_error, metrics)
 
     def _reward_targets(self, reward: torch.Tensor) -> torch.Tensor:
         """Per-step rewards, or EfficientZero's value prefix: the sum since the last reset."""
-        horizon = self.value_prefix_horizon
+        horizon = self.algo.value_prefix_horizon
         if not horizon:
             return reward
         prefix = torch.zeros_like(reward)

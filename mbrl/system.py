@@ -10,49 +10,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import lightning as L
 import torch
 
 from mbrl.checkpoint import METADATA_KEY
-
-OPTIMIZERS = ("adam", "adamw", "sgd")
-SCHEDULES = ("constant", "cosine", "step")
+from mbrl.config import OptimConfig
 
 
-@dataclass(frozen=True)
-class OptimSettings:
-    optimizer: str = "adamw"
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    momentum: float = 0.9  # sgd only
-    schedule: str = "constant"
-    warmup_steps: int = 0
-    total_steps: int = 1000  # cosine: decays to lr * min_lr_ratio by then
-    min_lr_ratio: float = 0.1
-    step_every: int = 1000  # step: multiply by gamma every so many steps
-    gamma: float = 0.1
-    grad_clip: float = 5.0
-    loss_limit: float = 1e6  # a loss above this (or NaN/inf) stops the run; 0 = no limit
-
-    def __post_init__(self):
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optim.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"optim.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if not self.lr > 0:
-            raise ValueError(f"optim.lr must be > 0, got {self.lr}")
-        if self.step_every < 1 or self.total_steps < 1 or self.warmup_steps < 0:
-            raise ValueError(
-                "optim.step_every and optim.total_steps must be >= 1 and optim.warmup_steps "
-                f">= 0, got {self.step_every}, {self.total_steps}, {self.warmup_steps}"
-            )
-        if not 0.0 <= self.min_lr_ratio <= 1.0:
-            raise ValueError(f"optim.min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
-
-
-def lr_factor(step: int, settings: OptimSettings) -> float:
+def lr_factor(step: int, settings: OptimConfig) -> float:
     """The schedule as a pure function of the step (linear warm-up, then the schedule)."""
     if step < settings.warmup_steps:
         return (step + 1) / settings.warmup_steps
@@ -76,7 +42,7 @@ class System(L.LightningModule):
         self,
         network: torch.nn.Module,
         objective: Callable,
-        optim: OptimSettings,
+        optim: OptimConfig,
         *,
         metadata: dict | None = None,
     ):

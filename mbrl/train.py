@@ -29,12 +29,12 @@ from mbrl.networks import AlphaZeroNet
 from mbrl.objectives import AlphaZeroObjective, MuZeroObjective
 from mbrl.quiet import quiet_third_party
 from mbrl.replay import ReplayBuffer
-from mbrl.replay.episodes import EpisodeReplay, UnrollSettings
+from mbrl.replay.episodes import EpisodeReplay
 from mbrl.replay.targets import alphazero_fields
 from mbrl.run_dir import check_run_dir, claim_run_dir
-from mbrl.selfplay.embedded import LoopSettings, SelfPlayDataModule
-from mbrl.selfplay.latent_loop import LatentSelfPlayDataModule, LatentSettings
-from mbrl.system import OptimSettings, System
+from mbrl.selfplay.embedded import SelfPlayDataModule
+from mbrl.selfplay.latent_loop import LatentSelfPlayDataModule
+from mbrl.system import System
 from mbrl.threads import configure_threads
 from mbrl.validation import validate
 
@@ -46,20 +46,6 @@ def build_network(game: BoardGame, model_cfg) -> AlphaZeroNet:
         channels=model_cfg.channels,
         blocks=model_cfg.blocks,
         value_hidden=model_cfg.value_hidden,
-    )
-
-
-def loop_settings(cfg: TrainConfig) -> LoopSettings:
-    t = cfg.trainer
-    return LoopSettings(
-        batch_size=t.batch_size,
-        replay_ratio=t.replay_ratio,
-        warmup_moves=t.warmup_moves,
-        sync_every=t.sync_every,
-        num_games=t.num_games,
-        temperature_moves=t.temperature_moves,
-        resign_threshold=t.resign_threshold,
-        random_opening_moves=t.random_opening_moves,
     )
 
 
@@ -88,8 +74,7 @@ def build_alphazero(cfg: TrainConfig, run_dir: Path):
         "algo": cfg.algo.name,
         "config": dataclasses.asdict(cfg),
     }
-    optim = OptimSettings(**dataclasses.asdict(cfg.optim))
-    system = System(network, AlphaZeroObjective(), optim, metadata=metadata)
+    system = System(network, AlphaZeroObjective(), cfg.optim, metadata=metadata)
     replay = ReplayBuffer(
         cfg.replay.capacity,
         alphazero_fields(game.obs_shape, game.num_actions),
@@ -101,7 +86,7 @@ def build_alphazero(cfg: TrainConfig, run_dir: Path):
         game,
         network,
         settings,
-        loop_settings(cfg),
+        cfg.trainer,
         replay,
         seed=cfg.seed,
         symmetries=symmetries(cfg, game),
@@ -140,48 +125,24 @@ def build_latent(cfg: TrainConfig, run_dir: Path):
         "algo": algo.name,
         "config": dataclasses.asdict(cfg),
     }
-    objective = MuZeroObjective(
-        unroll_steps=algo.unroll_steps,
-        policy_weight=algo.policy_weight,
-        value_weight=algo.value_weight,
-        reward_weight=algo.reward_weight,
-        consistency_weight=algo.consistency_weight,
-        value_prefix_horizon=algo.value_prefix_horizon,
-    )
-    optim = OptimSettings(**dataclasses.asdict(cfg.optim))
-    system = System(network, objective, optim, metadata=metadata)
+    system = System(network, MuZeroObjective(algo), cfg.optim, metadata=metadata)
     replay = EpisodeReplay(
         cfg.replay.capacity,
         environment.obs_shape,
         environment.obs_dtype,
         environment.num_actions,
-        UnrollSettings(
-            unroll_steps=algo.unroll_steps,
-            td_steps=algo.td_steps,
-            discount=algo.discount,
-            frame_stack=environment.frame_stack,
-            dynamic_td_every=algo.dynamic_td_every,
-        ),
+        algo,
+        frame_stack=environment.frame_stack,
         prioritized=cfg.replay.prioritized,
         alpha=cfg.replay.alpha,
         beta=cfg.replay.beta,
-    )
-    latent = LatentSettings(
-        discount=algo.discount,
-        target_update_every=algo.target_update_every,
-        reanalyze_value=algo.reanalyze_value,
-        reanalyze_policy=algo.reanalyze_policy,
-        value_prefix_horizon=algo.value_prefix_horizon,
-        consistency=algo.consistency_weight > 0,
-        segment_length=algo.segment_length,
-        temperature_schedule=tuple(tuple(pair) for pair in algo.temperature_schedule),
     )
     data = LatentSelfPlayDataModule(
         environment.env,
         network,
         settings,
-        loop_settings(cfg),
-        latent,
+        cfg.trainer,
+        algo,
         replay,
         seed=cfg.seed,
         two_player=environment.two_player,

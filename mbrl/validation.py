@@ -90,6 +90,12 @@ def validate(cfg: TrainConfig) -> None:
             raise ValueError(
                 f"trainer.{key} must be >= 0 (0 = no limit), got {getattr(cfg.trainer, key)}"
             )
+    if not 0.0 <= cfg.algo.reanalyze_policy <= 1.0:
+        raise ValueError(
+            f"algo.reanalyze_policy must lie in [0, 1], got {cfg.algo.reanalyze_policy}"
+        )
+    if not 0.0 < cfg.algo.discount <= 1.0:
+        raise ValueError(f"algo.discount must lie in (0, 1], got {cfg.algo.discount}")
     if not 0.0 <= cfg.algo.search_value_weight <= 1.0:
         raise ValueError(
             "algo.search_value_weight must be in [0, 1] (0 = the game outcome only), got "

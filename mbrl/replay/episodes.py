@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import torch
+
+from mbrl.config import AlgoConfig
 
 
 class Episode(NamedTuple):
@@ -55,29 +56,6 @@ class Episode(NamedTuple):
     # the rest only feed the targets of those (the next segment stores them again).
     context: int = 0
     sampleable: int | None = None  # None: every position after the context
-
-
-@dataclass(frozen=True)
-class UnrollSettings:
-    unroll_steps: int = 5  # K
-    td_steps: int = 10  # n
-    discount: float = 0.997  # gamma
-    frame_stack: int = 1  # observations hold this many frames along the first axis
-    # EfficientZero's off-policy correction: a position ``age`` env steps old bootstraps after
-    # ``clip(td_steps - age // dynamic_td_every, 1, td_steps)`` steps, since old search values
-    # came from older policies. 0 = off (EfficientZero: 0.3 x training steps).
-    dynamic_td_every: int = 0
-
-    def __post_init__(self):
-        if self.dynamic_td_every < 0:
-            raise ValueError(f"dynamic_td_every must be >= 0, got {self.dynamic_td_every}")
-        if self.unroll_steps < 0 or self.td_steps < 1 or self.frame_stack < 1:
-            raise ValueError(
-                "need unroll_steps >= 0, td_steps >= 1 and frame_stack >= 1, got "
-                f"{self.unroll_steps}, {self.td_steps}, {self.frame_stack}"
-            )
-        if not 0.0 < self.discount <= 1.0:
-            raise ValueError(f"discount must lie in (0, 1], got {self.discount}")
 
 
 class Unroll(NamedTuple):
@@ -121,8 +99,9 @@ class EpisodeReplay:
         obs_shape: tuple[int, ...],
         obs_dtype: np.dtype,
         num_actions: int,
-        settings: UnrollSettings,
+        algo: AlgoConfig,
         *,
+        frame_stack: int = 1,
         prioritized: bool = True,
         alpha: float = 0.6,
         beta: float = 0.4,
@@ -130,17 +109,18 @@ class EpisodeReplay:
     ):
         if capacity < 1:
             raise ValueError(f"replay capacity must be >= 1, got {capacity}")
-        if obs_shape[0] % settings.frame_stack:
+        if frame_stack < 1 or obs_shape[0] % frame_stack:
             raise ValueError(
                 f"observation's first axis {obs_shape[0]} is not a multiple of frame_stack="
-                f"{settings.frame_stack}"
+                f"{frame_stack}"
             )
         self.capacity = int(capacity)
         self.obs_shape = tuple(int(d) for d in obs_shape)
-        self.frame_shape = (obs_shape[0] // settings.frame_stack, *obs_shape[1:])
+        self.frame_shape = (obs_shape[0] // frame_stack, *obs_shape[1:])
         self.obs_dtype = np.dtype(obs_dtype)
         self.num_actions = int(num_actions)
-        self.settings = settings
+        self.algo = algo  # unroll_steps (K), td_steps (n), discount, dynamic_td_every
+        self.frame_stack = frame_stack  # observations hold this many frames on the first axis
         self.prioritized, self.alpha, self.beta, self.eps = prioritized, alpha, beta, eps
         self._check_memory()
         p, a = self.capacity, self.num_actions
@@ -200,7 +180,7 @@ class EpisodeReplay:
         self.policy[slots] = episode.policy
         self.root_value[slots] = episode.root_value
         self.legal[slots] = episode.legal
-        gamma = self.settings.discount
+        gamma = self.algo.discount
         self.step_discount[slots] = np.where(episode.turn_changes, -gamma, gamma)
         self.episode_start[slots] = start
         self.episode_end[slots] = start + length
@@ -220,7 +200,7 @@ class EpisodeReplay:
     def observations(self, positions: np.ndarray) -> np.ndarray:
         """Stacked observations ``[..., *obs_shape]`` at absolute ``positions [...]``."""
         positions = np.asarray(positions, np.int64)
-        stack = self.settings.frame_stack
+        stack = self.frame_stack
         if stack == 1:
             return self.frames[positions % self.capacity]
         first = np.maximum(self.episode_start[positions % self.capacity], self.oldest)
@@ -263,7 +243,7 @@ class EpisodeReplay:
         *,
         future_obs: bool = False,
     ) -> Unroll:
-        k_steps, n = self.settings.unroll_steps, self.settings.td_steps
+        k_steps, n = self.algo.unroll_steps, self.algo.td_steps
         slot = positions % self.capacity
         end = self.episode_end[slot][:, None]  # [S, 1]
         terminated = self.terminated[slot][:, None]
@@ -307,7 +287,7 @@ class EpisodeReplay:
 
     def td_horizon(self, positions: np.ndarray) -> np.ndarray:
         """``[S]`` n of each sample's value targets (all ``td_steps`` unless dynamic)."""
-        n, every = self.settings.td_steps, self.settings.dynamic_td_every
+        n, every = self.algo.td_steps, self.algo.dynamic_td_every
         if not every:
             return np.full(len(positions), n, np.int64)
         age = self.total_added - positions

@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import dataclass
 
 import lightning as L
 import numpy as np
@@ -26,33 +25,12 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from games import BoardGame
 from games.symmetry import BoardSymmetries
+from mbrl.config import TrainerConfig
 from mbrl.replay import ReplayBuffer
 from mbrl.replay.targets import alphazero_fields, alphazero_positions
 from mbrl.selfplay.actor import SelfPlayActor
 from mbrl.selfplay.game_model import GameModel
 from search import SearchSettings
-
-
-@dataclass(frozen=True)
-class LoopSettings:
-    batch_size: int = 256
-    replay_ratio: float = 0.1  # gradient steps per environment move
-    warmup_moves: int = 1000  # moves played before the first gradient step
-    sync_every: int = 1  # gradient steps between actor weight refreshes
-    num_games: int = 64  # games played in lockstep (the search batch)
-    temperature_moves: int = 4  # sample from the search policy for this many moves per game
-    resign_threshold: float = -1.0  # resign below this root value; -1 = never (the default)
-    random_opening_moves: int = 0  # each game opens with 0..this many unrecorded random moves
-
-    def __post_init__(self):
-        for name in ("batch_size", "sync_every", "num_games"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not self.replay_ratio > 0:
-            raise ValueError(f"replay_ratio must be > 0, got {self.replay_ratio}")
-        for name in ("warmup_moves", "temperature_moves", "random_opening_moves"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
 class _BatchStream(IterableDataset):
@@ -77,7 +55,7 @@ class EmbeddedLoop(L.LightningDataModule):
     actor's copy of the network. Subclasses play (``collect``), count (``moves_played``) and
     sample (``sample_batch``)."""
 
-    def __init__(self, learner_network: torch.nn.Module, loop: LoopSettings, *, seed: int):
+    def __init__(self, learner_network: torch.nn.Module, loop: TrainerConfig, *, seed: int):
         super().__init__()
         self.loop = loop
         self.learner_network = learner_network
@@ -188,7 +166,7 @@ class SelfPlayDataModule(EmbeddedLoop):
         game: BoardGame,
         learner_network: torch.nn.Module,
         search: SearchSettings,
-        loop: LoopSettings,
+        loop: TrainerConfig,
         replay: ReplayBuffer,
         *,
         seed: int,

@@ -12,39 +12,18 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 import search
 from games.symmetry import BoardSymmetries
+from mbrl.config import AlgoConfig, TrainerConfig
 from mbrl.replay.episodes import EpisodeReplay, Unroll
-from mbrl.selfplay.embedded import EmbeddedLoop, LoopSettings
+from mbrl.selfplay.embedded import EmbeddedLoop
 from mbrl.selfplay.episode_actor import EpisodeActor
 from mbrl.selfplay.latent_model import LatentModel
 from search import SearchSettings
-
-
-@dataclass(frozen=True)
-class LatentSettings:
-    discount: float = 0.997
-    target_update_every: int = 200  # gradient steps between target network refreshes
-    reanalyze_value: bool = True  # bootstrap values from the target network, not stored ones
-    reanalyze_policy: float = 0.0  # fraction of samples whose policy targets are re-searched
-    value_prefix_horizon: int = 0  # EfficientZero's LSTM horizon; 0 = per-step rewards
-    consistency: bool = False  # sample future observations for the consistency loss
-    segment_length: int = 0  # long episodes go to replay in segments this long; 0 = whole
-    # MuZero's temperature schedule: [fraction of max_steps, temperature] pairs, in order.
-    temperature_schedule: tuple[tuple[float, float], ...] = ((0.0, 1.0), (0.5, 0.5), (0.75, 0.25))
-
-    def __post_init__(self):
-        if self.target_update_every < 1:
-            raise ValueError(f"target_update_every must be >= 1, got {self.target_update_every}")
-        if self.segment_length < 0:
-            raise ValueError(f"segment_length must be >= 0, got {self.segment_length}")
-        if not 0.0 <= self.reanalyze_policy <= 1.0:
-            raise ValueError(f"reanalyze_policy must lie in [0, 1], got {self.reanalyze_policy}")
 
 
 def scheduled_temperature(schedule, progress: float) -> float:
@@ -61,8 +40,8 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
         env,
         learner_network: torch.nn.Module,
         search: SearchSettings,
-        loop: LoopSettings,
-        latent: LatentSettings,
+        loop: TrainerConfig,
+        algo: AlgoConfig,
         replay: EpisodeReplay,
         *,
         seed: int,
@@ -70,13 +49,13 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
         symmetries: BoardSymmetries | None = None,
     ):
         super().__init__(learner_network, loop, seed=seed)
-        self.env, self.search, self.latent, self.replay = env, search, latent, replay
+        self.env, self.search, self.algo, self.replay = env, search, algo, replay
         self.two_player = two_player
         self.symmetries = symmetries  # None: samples as played
         model_args = dict(
-            discount=latent.discount,
+            discount=algo.discount,
             two_player=two_player,
-            value_prefix_horizon=latent.value_prefix_horizon,
+            value_prefix_horizon=algo.value_prefix_horizon,
         )
         self.model = LatentModel(self.actor_network, **model_args)
         self.target_network = copy.deepcopy(learner_network).eval().requires_grad_(False)
@@ -93,10 +72,10 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
             frame_channels=frame_channels,
             two_player=two_player,
             temperature_moves=loop.temperature_moves,
-            value_prefix_horizon=latent.value_prefix_horizon,
-            segment_length=latent.segment_length,
-            segment_overlap=replay.settings.td_steps + replay.settings.unroll_steps,
-            frame_stack=replay.settings.frame_stack,
+            value_prefix_horizon=algo.value_prefix_horizon,
+            segment_length=algo.segment_length,
+            segment_overlap=algo.td_steps + algo.unroll_steps,
+            frame_stack=replay.frame_stack,
             random_opening_moves=loop.random_opening_moves,
         )
         self.reanalyze_seconds = 0.0
@@ -116,28 +95,26 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
         trainer = getattr(self, "trainer", None)
         if trainer is not None and trainer.max_steps > 0:
             progress = self.gradient_steps / trainer.max_steps
-            self.actor.temperature = scheduled_temperature(
-                self.latent.temperature_schedule, progress
-            )
+            self.actor.temperature = scheduled_temperature(self.algo.temperature_schedule, progress)
         for episode in self.actor.step():
             self.replay.add(episode)
 
     def _refresh_target(self) -> None:
-        if self.gradient_steps - self.last_target_update >= self.latent.target_update_every:
+        if self.gradient_steps - self.last_target_update >= self.algo.target_update_every:
             self.target_network.load_state_dict(self.learner_network.state_dict())
             self.last_target_update = self.gradient_steps
 
     def sample_batch(self) -> dict[str, torch.Tensor]:
         self._refresh_target()
         unroll = self.replay.sample(
-            self.loop.batch_size, self.rng, future_obs=self.latent.consistency
+            self.loop.batch_size, self.rng, future_obs=self.algo.consistency_weight > 0
         )
         start = time.perf_counter()
         value = unroll.value
-        if self.latent.reanalyze_value:
+        if self.algo.reanalyze_value:
             value = self._reanalyzed_values(unroll)
         policy = unroll.policy
-        if self.latent.reanalyze_policy > 0:
+        if self.algo.reanalyze_policy > 0:
             policy = self._reanalyzed_policy(unroll)
         self.reanalyze_seconds += time.perf_counter() - start
         batch = {
@@ -172,7 +149,7 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
 
     def _reanalyzed_policy(self, unroll: Unroll) -> np.ndarray:
         """Fresh search policies (target network, no noise) for a fraction of the samples."""
-        count = round(self.latent.reanalyze_policy * len(unroll.indices))
+        count = round(self.algo.reanalyze_policy * len(unroll.indices))
         policy = unroll.policy.copy()
         inside = unroll.policy_mask[:count] > 0  # [count, K+1]
         if count == 0 or not inside.any():
@@ -188,7 +165,7 @@ class LatentSelfPlayDataModule(EmbeddedLoop):
             legal_mask=legal,
             keys=positions.astype(np.uint64),
             deterministic=self.search.policy == "puct",
-            value_prefix_horizon=self.latent.value_prefix_horizon or None,
+            value_prefix_horizon=self.algo.value_prefix_horizon or None,
         )
         rows = policy[:count]
         rows[inside] = output.action_weights

@@ -17,7 +17,8 @@ from llm_bridge.objectives import GRPOObjective, LMObjective
 from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.train_text import round_data, task_spec, train_text
 from mbrl.cli._schema import register, to_train_config
-from mbrl.system import OptimSettings, System
+from mbrl.config import OptimConfig
+from mbrl.system import System
 
 TINY = [
     "llm.layers=1",
@@ -154,7 +155,7 @@ def test_pretraining_loss_falls(env, countdown):
     from llm_bridge.rounds import pretrain_examples
 
     examples = pretrain_examples(env, countdown.train[:64], 2)
-    system = System(env.adapter.model, LMObjective(), OptimSettings(lr=3e-3))
+    system = System(env.adapter.model, LMObjective(), OptimConfig(lr=3e-3))
     before = LMObjective()(env.adapter.model, collate(examples)).loss.item()
     fit(system, examples, steps=40, batch_size=32, seed=0)
     after = LMObjective()(env.adapter.model, collate(examples)).loss.item()

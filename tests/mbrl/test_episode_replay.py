@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from mbrl.replay.episodes import Episode, EpisodeReplay, UnrollSettings
+from mbrl.config import AlgoConfig
+from mbrl.replay.episodes import Episode, EpisodeReplay
 
 
 def episode(
@@ -36,8 +37,10 @@ def episode(
 
 
 def replay(capacity=100, *, k=3, n=2, gamma=0.5, obs_shape=(1,), stack=1, prioritized=False):
-    settings = UnrollSettings(unroll_steps=k, td_steps=n, discount=gamma, frame_stack=stack)
-    return EpisodeReplay(capacity, obs_shape, np.float32, 3, settings, prioritized=prioritized)
+    algo = AlgoConfig(unroll_steps=k, td_steps=n, discount=gamma)
+    return EpisodeReplay(
+        capacity, obs_shape, np.float32, 3, algo, frame_stack=stack, prioritized=prioritized
+    )
 
 
 def unroll_at(buffer, position):
@@ -167,9 +170,8 @@ def test_prioritized_sampling_follows_priorities():
 
 
 def test_a_capacity_that_cannot_fit_fails_at_start_up_with_the_estimate():
-    settings = UnrollSettings(frame_stack=4)
     with pytest.raises(MemoryError, match=r"GiB.*lower replay.capacity"):
-        EpisodeReplay(10**9, (12, 96, 96), np.uint8, 18, settings)
+        EpisodeReplay(10**9, (12, 96, 96), np.uint8, 18, AlgoConfig(), frame_stack=4)
 
 
 def test_an_episode_longer_than_the_replay_is_refused():
@@ -178,8 +180,8 @@ def test_an_episode_longer_than_the_replay_is_refused():
 
 
 def test_dynamic_td_horizon_shortens_the_bootstrap_of_old_positions():
-    settings = UnrollSettings(unroll_steps=1, td_steps=3, discount=0.5, dynamic_td_every=10)
-    buffer = EpisodeReplay(100, (1,), np.float32, 3, settings, prioritized=False)
+    algo = AlgoConfig(unroll_steps=1, td_steps=3, discount=0.5, dynamic_td_every=10)
+    buffer = EpisodeReplay(100, (1,), np.float32, 3, algo, prioritized=False)
     buffer.add(episode(6))
     buffer.add(episode(20))  # total_added = 26: position 0 is 26 steps old
     assert buffer.td_horizon(np.array([0, 10, 20, 25])).tolist() == [1, 2, 3, 3]
@@ -211,7 +213,7 @@ def test_segmented_episodes_give_the_same_unroll_targets_as_whole_ones():
 
     torch.manual_seed(0)
     net = MuZeroNet((4,), 2, MuZeroNetSettings(channels=8, latent_dim=8, head_hidden=8)).eval()
-    settings = UnrollSettings(unroll_steps=2, td_steps=3, discount=0.9)
+    algo = AlgoConfig(unroll_steps=2, td_steps=3, discount=0.9)
 
     def play(segment_length):
         model = LatentModel(net, discount=0.9, two_player=False)
@@ -221,9 +223,9 @@ def test_segmented_episodes_give_the_same_unroll_targets_as_whole_ones():
             SearchSettings(num_simulations=4),
             seed=3,
             segment_length=segment_length,
-            segment_overlap=settings.td_steps + settings.unroll_steps,
+            segment_overlap=algo.td_steps + algo.unroll_steps,
         )
-        buffer = EpisodeReplay(1000, (4,), np.float32, 2, settings, prioritized=False)
+        buffer = EpisodeReplay(1000, (4,), np.float32, 2, algo, prioritized=False)
         while actor.episodes_finished == 0:
             for ep in actor.step():
                 buffer.add(ep)
@@ -285,7 +287,7 @@ def test_segments_carry_the_frames_that_complete_their_first_stacks():
     torch.manual_seed(0)
     tiny = MuZeroNetSettings(channels=4, head_hidden=4, support_size=5, reward_support_size=5)
     net = MuZeroNet((4, 1, 1), 2, tiny).eval()
-    settings = UnrollSettings(unroll_steps=2, td_steps=2, discount=0.9, frame_stack=4)
+    algo = AlgoConfig(unroll_steps=2, td_steps=2, discount=0.9)
     actor = EpisodeActor(
         CounterEnv(),
         LatentModel(net, discount=0.9, two_player=False),
@@ -296,7 +298,7 @@ def test_segments_carry_the_frames_that_complete_their_first_stacks():
         segment_overlap=4,
         frame_stack=4,
     )
-    buffer = EpisodeReplay(200, (4, 1, 1), np.float32, 2, settings, prioritized=False)
+    buffer = EpisodeReplay(200, (4, 1, 1), np.float32, 2, algo, frame_stack=4, prioritized=False)
     while actor.episodes_finished == 0:
         for ep in actor.step():
             buffer.add(ep)

@@ -7,6 +7,7 @@ import torch
 
 import search
 from mbrl.checkpoint import load_checkpoint
+from mbrl.config import AlgoConfig
 from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
 from mbrl.networks.support import ScalarSupport, inverse_scalar_transform, scalar_transform
 from mbrl.objectives import MuZeroObjective
@@ -119,9 +120,11 @@ def test_the_unroll_loss_falls_when_fitting_a_batch(efficientzero):
     settings = MuZeroNetSettings(**TINY, value_prefix=efficientzero)
     net = MuZeroNet((4,), 2, settings)
     objective = MuZeroObjective(
-        unroll_steps=3,
-        consistency_weight=2.0 if efficientzero else 0.0,
-        value_prefix_horizon=2 if efficientzero else 0,
+        AlgoConfig(
+            unroll_steps=3,
+            consistency_weight=2.0 if efficientzero else 0.0,
+            value_prefix_horizon=2 if efficientzero else 0,
+        )
     )
     batch = unroll_batch()
     optimizer = torch.optim.Adam(net.parameters(), 3e-3)
@@ -142,7 +145,7 @@ def test_the_unroll_loss_falls_when_fitting_a_batch(efficientzero):
 
 
 def test_value_prefix_targets_sum_rewards_since_each_reset():
-    objective = MuZeroObjective(unroll_steps=5, value_prefix_horizon=2)
+    objective = MuZeroObjective(AlgoConfig(unroll_steps=5, value_prefix_horizon=2))
     rewards = torch.tensor([[0.0, 1, 2, 3, 4, 5]])
     # Resets before steps 1, 3, 5 (the parent's depth is a multiple of the horizon).
     assert objective._reward_targets(rewards).tolist() == [[0, 1, 3, 3, 7, 5]]
@@ -255,8 +258,9 @@ def test_an_exploding_loss_stops_the_run_naming_step_term_and_checkpoint(tiny_co
 
 
 def test_a_nan_loss_names_the_nan_term():
+    from mbrl.config import OptimConfig
     from mbrl.losses import LossOutput
-    from mbrl.system import OptimSettings, System
+    from mbrl.system import System
 
     def objective(network, batch):
         nan = torch.tensor(float("nan"))
@@ -264,7 +268,7 @@ def test_a_nan_loss_names_the_nan_term():
             nan, torch.zeros(1), {"policy_loss": torch.tensor(1.0), "value_loss": nan}
         )
 
-    system = System(torch.nn.Linear(1, 1), objective, OptimSettings())
+    system = System(torch.nn.Linear(1, 1), objective, OptimConfig())
     with pytest.raises(FloatingPointError, match="offending term: value_loss"):
         system._check_loss(torch.tensor(float("nan")), objective(None, None).metrics)
 
@@ -307,9 +311,8 @@ def test_every_unroll_step_and_head_gets_gradient():
         )
         weights[f"{term}_weight"] = 1.0
         net.zero_grad()
-        MuZeroObjective(unroll_steps=2, value_prefix_horizon=2, **weights)(
-            net, batch
-        ).loss.backward()
+        algo = AlgoConfig(unroll_steps=2, value_prefix_horizon=2, **weights)
+        MuZeroObjective(algo)(net, batch).loss.backward()
         head = {
             "policy": net.policy_head,
             "value": net.value_head,
@@ -323,5 +326,5 @@ def test_every_unroll_step_and_head_gets_gradient():
         k: v[:, :1] if v.dim() > 1 and k != "obs" and k != "legal" else v for k, v in batch.items()
     }
     k0["actions"] = batch["actions"][:, :0]
-    MuZeroObjective(unroll_steps=0, value_weight=0.0)(net, k0).loss.backward()
+    MuZeroObjective(AlgoConfig(unroll_steps=0, value_weight=0.0))(net, k0).loss.backward()
     assert net.policy_head[-1].weight.grad.abs().sum() > 0

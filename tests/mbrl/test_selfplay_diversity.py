@@ -7,13 +7,14 @@ import pytest
 import torch
 
 from games import BoardGame, BoardGameEnv
+from mbrl.config import TrainConfig, TrainerConfig
 from mbrl.networks import AlphaZeroNet
 from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
 from mbrl.selfplay.actor import SelfPlayActor
-from mbrl.selfplay.embedded import LoopSettings
 from mbrl.selfplay.episode_actor import EpisodeActor
 from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.latent_model import LatentModel
+from mbrl.validation import validate
 from search import SearchSettings
 
 GAME = BoardGame("tic_tac_toe")
@@ -91,8 +92,8 @@ def test_latent_actor_records_from_the_end_of_the_opening():
 
 
 def test_bad_settings_are_refused():
-    with pytest.raises(ValueError, match="random_opening_moves must be >= 0"):
-        LoopSettings(random_opening_moves=-1)
+    with pytest.raises(ValueError, match=r"trainer\.random_opening_moves must be >= 0"):
+        validate(TrainConfig(trainer=TrainerConfig(random_opening_moves=-1)))
     with pytest.raises(ValueError, match="random_opening_moves=3 needs frame_stack 1"):
         latent_actor(frame_stack=4)
 
