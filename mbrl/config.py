@@ -80,8 +80,15 @@ class AlgoConfig:
     )
 
 
+TORSO_CHOICES = ("auto", "mlp", "conv")  # downsample is chosen by `downsample`
+ACTION_ENCODINGS = ("auto", "onehot", "scalar")
+
+
 @dataclass
 class ModelConfig:
+    """The network: AlphaZero's residual tower (channels, blocks, value_hidden) and the
+    learned-model networks of `mbrl.networks.muzero` (the rest)."""
+
     channels: int = 64
     blocks: int = 4
     value_hidden: int = 64  # AlphaZero's value head
@@ -96,6 +103,20 @@ class ModelConfig:
     downsample: bool = False  # images: EfficientZero's 96x96 -> 6x6 encoder
     action_encoding: str = "auto"  # auto | onehot | scalar
     torso: str = "auto"  # learned models: auto (mlp for vectors, conv for boards) | mlp | conv
+
+    def __post_init__(self):
+        if self.torso not in TORSO_CHOICES:
+            raise ValueError(f"model.torso must be one of {TORSO_CHOICES}, got {self.torso!r}")
+        if self.action_encoding not in ACTION_ENCODINGS:
+            raise ValueError(
+                f"model.action_encoding must be one of {ACTION_ENCODINGS}, got "
+                f"{self.action_encoding!r}"
+            )
+        for name in ("channels", "latent_dim", "head_hidden", "support_size", "lstm_hidden"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"model.{name} must be >= 1, got {getattr(self, name)}")
+        if self.blocks < 0:
+            raise ValueError(f"model.blocks must be >= 0, got {self.blocks}")
 
 
 @dataclass

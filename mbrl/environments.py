@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from games import BoardGame, BoardGameEnv, ClassicControlEnv
-from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
+from mbrl.networks.muzero import MuZeroNet
 
 
 class Environment(NamedTuple):
@@ -73,20 +73,5 @@ def make_environment(game_cfg, batch_size: int, *, seed: int, training: bool = T
 
 
 def build_latent_network(obs_shape: tuple[int, ...], num_actions: int, cfg) -> MuZeroNet:
-    model = cfg.model
-    settings = MuZeroNetSettings(
-        channels=model.channels,
-        blocks=model.blocks,
-        latent_dim=model.latent_dim,
-        head_hidden=model.head_hidden,
-        support_size=model.support_size,
-        reward_support_size=model.reward_support_size,
-        value_prefix=cfg.algo.value_prefix_horizon > 0,
-        lstm_hidden=model.lstm_hidden,
-        projection_dim=model.projection_dim,
-        projection_hidden=model.projection_hidden,
-        downsample=model.downsample,
-        action_encoding=model.action_encoding,
-        torso=model.torso,
-    )
-    return MuZeroNet(obs_shape, num_actions, settings)
+    value_prefix = cfg.algo.value_prefix_horizon > 0
+    return MuZeroNet(obs_shape, num_actions, cfg.model, value_prefix=value_prefix)

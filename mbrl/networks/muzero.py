@@ -21,48 +21,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mbrl.config import ModelConfig
 from mbrl.networks.alphazero import ResidualBlock
 
 TORSOS = ("mlp", "conv", "downsample")
-TORSO_CHOICES = ("auto", "mlp", "conv")  # downsample is chosen by `downsample`
-ACTION_ENCODINGS = ("auto", "onehot", "scalar")
-
-
-@dataclass(frozen=True)
-class MuZeroNetSettings:
-    channels: int = 64  # conv channels, or the MLP's hidden width
-    blocks: int = 1  # residual blocks in each of h, g and f
-    latent_dim: int = 64  # mlp only: the latent vector's size
-    head_hidden: int = 64  # hidden width of the value, reward and policy heads
-    support_size: int = 300  # scalars over atoms -S..S
-    reward_support_size: int = 300
-    value_prefix: bool = False  # EfficientZero: LSTM predicting the reward summed since a reset
-    lstm_hidden: int = 64
-    projection_dim: int = 256  # SimSiam projection (and prediction head output) size
-    projection_hidden: int = 256
-    downsample: bool = False  # images: EfficientZero's 96x96 -> 6x6 down-sampling network
-    action_encoding: str = "auto"
-    torso: str = "auto"  # auto: mlp for [D] observations, conv for [C, H, W]; or mlp | conv
-
-    def __post_init__(self):
-        if self.torso not in TORSO_CHOICES:
-            raise ValueError(f"model.torso must be one of {TORSO_CHOICES}, got {self.torso!r}")
-        if self.action_encoding not in ACTION_ENCODINGS:
-            raise ValueError(
-                f"model.action_encoding must be one of {ACTION_ENCODINGS}, got "
-                f"{self.action_encoding!r}"
-            )
-        for name in ("channels", "latent_dim", "head_hidden", "support_size", "lstm_hidden"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"model.{name} must be >= 1, got {getattr(self, name)}")
-        if self.blocks < 0:
-            raise ValueError(f"model.blocks must be >= 0, got {self.blocks}")
 
 
 def normalise_latent(latent: torch.Tensor) -> torch.Tensor:
@@ -119,11 +86,19 @@ def efficientzero_downsample(in_channels: int, channels: int) -> nn.Sequential:
 class MuZeroNet(nn.Module):
     """``represent(obs)``, ``dynamics(latent, action, lstm)``, ``predict(latent)``, ``project``."""
 
-    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, settings: MuZeroNetSettings):
+    def __init__(
+        self,
+        obs_shape: tuple[int, ...],
+        num_actions: int,
+        settings: ModelConfig,
+        *,
+        value_prefix: bool = False,  # EfficientZero: an LSTM predicts the reward since a reset
+    ):
         super().__init__()
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.num_actions = int(num_actions)
         self.settings = s = settings
+        self.value_prefix = value_prefix
         if len(self.obs_shape) not in (1, 3):
             raise ValueError(f"obs_shape must be [D] or [C, H, W], got {self.obs_shape}")
         if len(self.obs_shape) == 1 and s.torso == "conv":
@@ -140,7 +115,7 @@ class MuZeroNet(nn.Module):
             self._build_conv()
         self.latent_size = math.prod(self.latent_shape)
         reward_in = self._reward_features_size
-        if s.value_prefix:
+        if value_prefix:
             self.reward_lstm = nn.LSTM(reward_in, s.lstm_hidden)
             self.reward_head = nn.Sequential(
                 nn.LayerNorm(s.lstm_hidden),
@@ -260,7 +235,7 @@ class MuZeroNet(nn.Module):
         return torch.cat([latent, plane], 1)
 
     def initial_lstm_state(self, batch: int, device) -> tuple[torch.Tensor, torch.Tensor] | None:
-        if not self.settings.value_prefix:
+        if not self.value_prefix:
             return None
         zeros = torch.zeros(1, batch, self.settings.lstm_hidden, device=device)
         return zeros, zeros.clone()
@@ -272,7 +247,7 @@ class MuZeroNet(nn.Module):
             next_latent, features = self.dynamics_out(hidden), hidden
         else:
             next_latent, features = hidden, self.reward_conv(hidden)
-        if self.settings.value_prefix:
+        if self.value_prefix:
             if lstm_state is None:
                 lstm_state = self.initial_lstm_state(len(latent), latent.device)
             output, lstm_state = self.reward_lstm(features.unsqueeze(0), lstm_state)

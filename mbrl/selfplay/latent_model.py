@@ -36,11 +36,11 @@ class LatentModel:
         self.reward_support = ScalarSupport(network.settings.reward_support_size)
         self.edge_discount = -discount if two_player else discount
         self.value_prefix = value_prefix_horizon > 0
-        if self.value_prefix != network.settings.value_prefix:
+        if self.value_prefix != network.value_prefix:
             raise ValueError(
                 "the search's value_prefix_horizon and the network's value_prefix must agree "
                 f"(horizon {value_prefix_horizon}, network value_prefix="
-                f"{network.settings.value_prefix})"
+                f"{network.value_prefix})"
             )
         self.network_calls = 0
         self.network_seconds = 0.0  # wall time in network calls (incl. transfers to numpy)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mbrl.config import AlgoConfig
+from mbrl.config import AlgoConfig, ModelConfig
 from mbrl.replay.episodes import Episode, EpisodeReplay
 
 
@@ -206,13 +206,14 @@ def test_segmented_episodes_give_the_same_unroll_targets_as_whole_ones():
     import torch
 
     from games import ClassicControlEnv
-    from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
+    from mbrl.networks.muzero import MuZeroNet
     from mbrl.selfplay.episode_actor import EpisodeActor
     from mbrl.selfplay.latent_model import LatentModel
     from search import SearchSettings
 
     torch.manual_seed(0)
-    net = MuZeroNet((4,), 2, MuZeroNetSettings(channels=8, latent_dim=8, head_hidden=8)).eval()
+    net = MuZeroNet((4,), 2, ModelConfig(channels=8, blocks=1, latent_dim=8, head_hidden=8))
+    net = net.eval()
     algo = AlgoConfig(unroll_steps=2, td_steps=3, discount=0.9)
 
     def play(segment_length):
@@ -279,13 +280,13 @@ class CounterEnv:
 def test_segments_carry_the_frames_that_complete_their_first_stacks():
     import torch
 
-    from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
+    from mbrl.networks.muzero import MuZeroNet
     from mbrl.selfplay.episode_actor import EpisodeActor
     from mbrl.selfplay.latent_model import LatentModel
     from search import SearchSettings
 
     torch.manual_seed(0)
-    tiny = MuZeroNetSettings(channels=4, head_hidden=4, support_size=5, reward_support_size=5)
+    tiny = ModelConfig(channels=4, blocks=1, head_hidden=4, support_size=5, reward_support_size=5)
     net = MuZeroNet((4, 1, 1), 2, tiny).eval()
     algo = AlgoConfig(unroll_steps=2, td_steps=2, discount=0.9)
     actor = EpisodeActor(

@@ -7,8 +7,8 @@ import torch
 
 import search
 from mbrl.checkpoint import load_checkpoint
-from mbrl.config import AlgoConfig
-from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
+from mbrl.config import AlgoConfig, ModelConfig
+from mbrl.networks.muzero import MuZeroNet
 from mbrl.networks.support import ScalarSupport, inverse_scalar_transform, scalar_transform
 from mbrl.objectives import MuZeroObjective
 from mbrl.selfplay.latent_model import LatentModel
@@ -17,6 +17,7 @@ from tests.mbrl.test_train import scalars
 
 TINY = dict(
     channels=8,
+    blocks=1,
     latent_dim=8,
     head_hidden=8,
     support_size=10,
@@ -58,7 +59,10 @@ def test_two_hot_support_keeps_the_expectation_and_round_trips():
     ],
 )
 def test_networks_have_muzero_shapes_and_normalised_latents(obs_shape, actions, extra):
-    net = MuZeroNet(obs_shape, actions, MuZeroNetSettings(**TINY, **extra)).eval()
+    model = {k: v for k, v in extra.items() if k != "value_prefix"}
+    value_prefix = extra.get("value_prefix", False)
+    net = MuZeroNet(obs_shape, actions, ModelConfig(**TINY, **model), value_prefix=value_prefix)
+    net = net.eval()
     dtype = torch.uint8 if extra.get("downsample") else torch.float32
     obs = (
         torch.randint(0, 255, (3, *obs_shape)).to(dtype)
@@ -81,20 +85,20 @@ def test_networks_have_muzero_shapes_and_normalised_latents(obs_shape, actions, 
 
 
 def test_a_board_can_take_the_mlp_torso_but_a_vector_not_the_conv_one():
-    net = MuZeroNet((3, 3, 3), 9, MuZeroNetSettings(**TINY, torso="mlp"))
+    net = MuZeroNet((3, 3, 3), 9, ModelConfig(**TINY, torso="mlp"))
     assert net.torso == "mlp" and net.represent(torch.rand(2, 3, 3, 3)).shape == (
         2,
         TINY["latent_dim"],
     )
     with pytest.raises(ValueError, match=r"torso=conv needs \[C, H, W\]"):
-        MuZeroNet((4,), 2, MuZeroNetSettings(**TINY, torso="conv"))
+        MuZeroNet((4,), 2, ModelConfig(**TINY, torso="conv"))
     with pytest.raises(ValueError, match=r"model\.torso must be one of"):
-        MuZeroNetSettings(**TINY, torso="transformer")
+        ModelConfig(**TINY, torso="transformer")
 
 
 def test_onehot_action_planes_need_enough_cells():
     with pytest.raises(ValueError, match=r"at most 9 actions.*use scalar"):
-        MuZeroNet((3, 3, 3), 10, MuZeroNetSettings(**TINY, action_encoding="onehot"))
+        MuZeroNet((3, 3, 3), 10, ModelConfig(**TINY, action_encoding="onehot"))
 
 
 def unroll_batch(k=3, batch=32, actions=2, seed=0):
@@ -117,8 +121,8 @@ def unroll_batch(k=3, batch=32, actions=2, seed=0):
 @pytest.mark.parametrize("efficientzero", [False, True])
 def test_the_unroll_loss_falls_when_fitting_a_batch(efficientzero):
     torch.manual_seed(0)
-    settings = MuZeroNetSettings(**TINY, value_prefix=efficientzero)
-    net = MuZeroNet((4,), 2, settings)
+    settings = ModelConfig(**TINY)
+    net = MuZeroNet((4,), 2, settings, value_prefix=efficientzero)
     objective = MuZeroObjective(
         AlgoConfig(
             unroll_steps=3,
@@ -153,7 +157,7 @@ def test_value_prefix_targets_sum_rewards_since_each_reset():
 
 def test_latent_model_drives_both_searches_with_value_prefix_resets():
     torch.manual_seed(0)
-    net = MuZeroNet((4,), 2, MuZeroNetSettings(**TINY, value_prefix=True)).eval()
+    net = MuZeroNet((4,), 2, ModelConfig(**TINY), value_prefix=True).eval()
     model = LatentModel(net, discount=0.997, two_player=False, value_prefix_horizon=2)
     obs = np.random.default_rng(0).random((5, 4), dtype=np.float32)
     root = model.root(obs)
@@ -303,7 +307,7 @@ def test_every_unroll_step_and_head_gets_gradient():
     """Each loss term reaches the parameters it should: a detached term would silently stop
     that head from learning (the root policy once did)."""
     torch.manual_seed(0)
-    net = MuZeroNet((4,), 2, MuZeroNetSettings(**TINY, value_prefix=True))
+    net = MuZeroNet((4,), 2, ModelConfig(**TINY), value_prefix=True)
     batch = unroll_batch(k=2)
     for term in ("policy", "value", "reward", "consistency"):
         weights = dict(

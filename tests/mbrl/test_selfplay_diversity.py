@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from games import BoardGame, BoardGameEnv
-from mbrl.config import TrainConfig, TrainerConfig
+from mbrl.config import ModelConfig, TrainConfig, TrainerConfig
 from mbrl.networks import AlphaZeroNet
-from mbrl.networks.muzero import MuZeroNet, MuZeroNetSettings
+from mbrl.networks.muzero import MuZeroNet
 from mbrl.selfplay.actor import SelfPlayActor
 from mbrl.selfplay.episode_actor import EpisodeActor
 from mbrl.selfplay.game_model import GameModel
@@ -37,7 +37,7 @@ def alphazero_actor(num_games: int, openings: int = OPENING) -> SelfPlayActor:
 
 def latent_actor(openings: int = OPENING, frame_stack: int = 1) -> EpisodeActor:
     torch.manual_seed(0)
-    tiny = MuZeroNetSettings(channels=4, head_hidden=4, support_size=1, reward_support_size=1)
+    tiny = ModelConfig(channels=4, blocks=1, head_hidden=4, support_size=1, reward_support_size=1)
     net = MuZeroNet(GAME.obs_shape, GAME.num_actions, tiny).eval()
     return EpisodeActor(
         BoardGameEnv(GAME, batch_size=4),
