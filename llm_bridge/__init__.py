@@ -15,5 +15,15 @@ training on the search's results through `mbrl`'s System.
   TRL-style rewards.
 - Training: `examples` (one batch layout), `objectives` (distillation / SFT, GRPO), `rounds`
   (each method's data), `fitting`, `train_text` (the rounds behind ``mbrl-train``),
-  `decode_command` (``mbrl-decode``).
+  `decode_command` (``mbrl-decode``); `config` (the ``llm`` group).
+
+Importing the package registers the ``text`` game kind and the LM algorithms with the core
+(`mbrl.registry`).
 """
+
+from llm_bridge.config import LM_ALGORITHMS
+from mbrl.registry import register_algorithm, register_game_kind
+
+register_game_kind("text", "language-model tasks")
+for _name in LM_ALGORITHMS:
+    register_algorithm(_name, game_kinds=("text",), train="llm_bridge.train_text:train_text")

@@ -33,6 +33,7 @@ import numpy as np
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from llm_bridge.adapter import check_overflow
+from llm_bridge.config import LLMConfig, TextTrainConfig, validate_text
 from llm_bridge.decoding import TreeSearchSettings, decode, decode_distinct
 from llm_bridge.fitting import fit
 from llm_bridge.lm_checkpoint import load_lm, save_lm
@@ -44,16 +45,14 @@ from llm_bridge.text_env import TextEnv
 from llm_bridge.tokenizer import CharTokenizer
 from llm_bridge.transformer_adapter import TransformerAdapter
 from mbrl.checkpoint import remove_temporaries
-from mbrl.config import LLMConfig, TrainConfig
 from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.system import System
 from mbrl.threads import configure_threads
-from mbrl.validation import validate
 
 SEARCH_METHODS = ("mcts", "gumbel")  # distillation's search
 
 
-def task_spec(cfg: TrainConfig) -> dict:
+def task_spec(cfg: TextTrainConfig) -> dict:
     return {
         "name": cfg.game.name,
         "params": dict(cfg.game.params),
@@ -100,7 +99,7 @@ def _round_items(train: list, count: int, seed: int, round_index: int) -> list:
     return [train[i] for i in order[:count]]
 
 
-def round_data(cfg: TrainConfig, env: TextEnv, items: list, round_index: int, network):
+def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int, network):
     """``(examples, objective, stats)`` for one round of the configured algorithm."""
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
     if cfg.algo.name == "lm_distill":
@@ -182,8 +181,8 @@ def evaluate_greedy(env: TextEnv, test: list, limit: int) -> dict:
     return {"test_greedy_accuracy": decoded.accuracy, "test_prompts": len(items)}
 
 
-def train_text(cfg: TrainConfig) -> dict:
-    validate(cfg)
+def train_text(cfg: TextTrainConfig) -> dict:
+    validate_text(cfg)
     llm = cfg.llm
     if llm.backend != "tiny":
         raise ValueError(f"llm.backend must be 'tiny' for training, got {llm.backend!r}")
@@ -270,7 +269,9 @@ def train_text(cfg: TrainConfig) -> dict:
     return {"run_dir": str(run_dir), "rounds": history, "checkpoint": str(last)}
 
 
-def _initial_model(cfg: TrainConfig, tokenizer: CharTokenizer, split, last: Path, run_dir: Path):
+def _initial_model(
+    cfg: TextTrainConfig, tokenizer: CharTokenizer, split, last: Path, run_dir: Path
+):
     """``(model, history, first round to run, data pool)``: resumed, loaded from init_from,
     or fresh."""
     llm = cfg.llm

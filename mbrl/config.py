@@ -1,9 +1,12 @@
-"""The typed shape of every config group: plain dataclasses.
+"""The typed shape of every config group: plain dataclasses, declared once.
 
-The Hydra entry points register these as structured-config schemas, so a misspelt key or a value
-of the wrong type fails when the config is composed, with the key's name; this module itself
-imports neither Hydra nor omegaconf. Value checks that types cannot express (a known algorithm, a
-positive count) live in the settings records each part is built from.
+These are both the Hydra schema (the entry points register them as structured configs, so a
+misspelt key or a value of the wrong type fails at composition, naming the key) and what the code
+consumes: parts take their group (``cfg.optim``, ``cfg.trainer``, ``cfg.algo``, ``cfg.search``)
+as composed, never a copy field by field. A group's own value checks live in its
+``__post_init__``; checks across groups and the lower bounds of counts in `mbrl.validation`.
+This module imports neither Hydra nor omegaconf. Packages built on the core extend
+``TrainConfig`` with their own groups (``llm_bridge.config.TextTrainConfig`` adds ``llm``).
 """
 
 from __future__ import annotations
@@ -13,20 +16,7 @@ from typing import Any
 
 from search.settings import SearchSettings
 
-# Language-model training (llm_bridge, game.kind=text): pre-training on solver solutions, then
-# rounds of search distillation, or the baselines SFT on verified samples and GRPO.
-LM_ALGORITHMS = ("lm_pretrain", "lm_distill", "lm_sft_verified", "lm_grpo")
-ALGORITHMS = (
-    "alphazero",
-    "gumbel_alphazero",
-    "muzero",
-    "gumbel_muzero",
-    "efficientzero",
-    *LM_ALGORITHMS,
-)
 LATENT_ALGORITHMS = ("muzero", "gumbel_muzero", "efficientzero")  # plan in a learned model
-GUMBEL_ALGORITHMS = ("gumbel_alphazero", "gumbel_muzero")
-GAME_KINDS = ("openspiel", "classic", "atari", "text")
 
 
 @dataclass
@@ -47,7 +37,9 @@ class AtariGameConfig:
 
 @dataclass
 class GameConfig:
-    kind: str = "openspiel"  # openspiel | classic (Gymnasium control) | atari | text (LLM tasks)
+    kind: str = (
+        "openspiel"  # a registered game kind (mbrl.registry): openspiel | classic | atari | text
+    )
     name: str = "tic_tac_toe"
     params: dict[str, Any] = field(default_factory=dict)  # OpenSpiel game parameters
     max_moves: int = 0  # games longer than this end as draws; 0 = the game's own limit
@@ -56,7 +48,7 @@ class GameConfig:
 
 @dataclass
 class AlgoConfig:
-    name: str = "alphazero"  # one of ALGORITHMS
+    name: str = "alphazero"  # a registered algorithm (mbrl.registry)
     # Learned-model algorithms only (muzero, gumbel_muzero, efficientzero):
     unroll_steps: int = 5  # K
     td_steps: int = 10  # n of the n-step value target
@@ -214,60 +206,6 @@ class EvalConfig:
 
 
 @dataclass
-class LLMConfig:
-    """The LLM bridge (game.kind=text): language model, decoding and training rounds.
-    game.name is the task (countdown24 | countdown_general); game.params its parameters."""
-
-    backend: str = "tiny"  # tiny: the project's TinyLM, trained from scratch
-    layers: int = 4
-    heads: int = 4
-    width: int = 128
-    context: int = 64  # tokens; longer prompts follow `overflow`
-    overflow: str = "error"  # error | truncate_left
-    test_fraction: float = 0.2  # of the task's prompts, split by multiset
-    split_seed: int = 0  # fixed apart from `seed`, so runs of every seed share one test set
-    pretrain_fraction: float = 0.3  # of the training prompts that get solver solutions
-    solutions_per_prompt: int = 4  # distinct solver solutions per pre-training prompt
-    pretrain_steps: int = 800
-    init_from: str = ""  # a pre-trained checkpoint to start from instead of pre-training
-    candidates: int = 8  # action width: the top-k grammar-allowed next tokens
-    max_new_tokens: int = 40
-    search: str = "mcts"  # distillation's search: mcts | gumbel
-    simulations: int = 32  # per decision
-    # Distillation's searches of each training prompt per round. Above 1, every search explores
-    # with root Dirichlet noise and a sampled played action (PUCT; Gumbel draws its own noise),
-    # so the searches find different solutions; every verified one is distilled.
-    searches_per_prompt: int = 1
-    search_noise: float = 0.25  # Dirichlet fraction of repeated searches (PUCT)
-    search_temperature: float = 1.0  # their played action ~ visits ** (1 / temperature) (PUCT)
-    # Run a prompt's searches one after another, each counting the solutions found before it as
-    # unsolved, so that a search that solves finds a new solution (llm_bridge.decode_distinct);
-    # a solved prompt then takes decision targets from its solving searches only.
-    distinct_solutions: bool = False
-    # With distinct_solutions: a round's forward-pass budget for its searches; 0 = off. Past
-    # searches_per_prompt, further searches run while the next fits in it (decode_distinct), so
-    # later rounds, whose confident model reuses more of its trees, spend what the first did.
-    search_pass_budget: int = 0
-    # Distill the searches' policy on prompts no search solved (false: those train the value
-    # head only, since their targets rest on the untrained value's guesses).
-    unsolved_policy_targets: bool = True
-    # On verified completions, also train the next token where no decision was searched (the
-    # tokens the grammar forced, i.e. the arithmetic), as pre-training and SFT do.
-    teacher_force_solutions: bool = False
-    # Distill also the visit counts of interior nodes visited this often; 0 = off. Measured at 4
-    # (benchmarks.countdown_distill): worse, the targets teach the untrained value's guesses.
-    tree_target_visits: int = 0
-    rounds: int = 3  # distillation / SFT / GRPO rounds after pre-training
-    round_steps: int = 300  # gradient steps per round
-    round_prompts: int = 0  # training prompts decoded per round; 0 = all
-    keep_data: bool = True  # distill / SFT: train on pre-training data + all rounds' data so far
-    samples_per_prompt: int = 8  # lm_sft_verified and lm_grpo: samples per prompt per round
-    grpo_clip: float = 0.2
-    grpo_dual_clip: float = 0.0  # > 1 bounds the negative-advantage term (dual-clip PPO); 0 = off
-    eval_prompts: int = 0  # test prompts in each greedy evaluation; 0 = all
-
-
-@dataclass
 class LoggerConfig:
     tensorboard: bool = True
 
@@ -286,7 +224,6 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    llm: LLMConfig = field(default_factory=LLMConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
 
 

@@ -5,14 +5,8 @@ field name a part knows it by)."""
 from __future__ import annotations
 
 from games.opponents import OPPONENT_SPECS
-from mbrl.config import (
-    ALGORITHMS,
-    GAME_KINDS,
-    GUMBEL_ALGORITHMS,
-    LATENT_ALGORITHMS,
-    LM_ALGORITHMS,
-    TrainConfig,
-)
+from mbrl import registry
+from mbrl.config import TrainConfig
 
 # Lower bounds of the counts a user sets, checked before anything is built so that the message
 # names the key as typed (the parts' own checks know only their field names).
@@ -42,21 +36,6 @@ AT_LEAST = {
     "eval.simulations": 0,
     "eval.elo_pool": 0,
     "eval.elo_games": 1,
-    "llm.layers": 1,
-    "llm.heads": 1,
-    "llm.width": 1,
-    "llm.context": 1,
-    "llm.solutions_per_prompt": 1,
-    "llm.pretrain_steps": 0,
-    "llm.candidates": 1,
-    "llm.max_new_tokens": 1,
-    "llm.simulations": 1,
-    "llm.searches_per_prompt": 1,
-    "llm.rounds": 0,
-    "llm.round_steps": 0,
-    "llm.round_prompts": 0,
-    "llm.samples_per_prompt": 1,
-    "llm.eval_prompts": 0,
 }
 
 
@@ -65,25 +44,35 @@ def _value(cfg: TrainConfig, key: str):
     return getattr(getattr(cfg, group), name)
 
 
-def validate(cfg: TrainConfig) -> None:
-    if cfg.algo.name not in ALGORITHMS:
-        raise ValueError(f"algo.name must be one of {ALGORITHMS}, got {cfg.algo.name!r}")
-    if cfg.game.kind not in GAME_KINDS:
-        raise ValueError(f"game.kind must be one of {GAME_KINDS}, got {cfg.game.kind!r}")
-    for key, low in AT_LEAST.items():
+def check_at_least(cfg, bounds: dict[str, int]) -> None:
+    """``key >= low`` for every ``key: low`` of ``bounds`` (keys as typed: ``group.name``)."""
+    for key, low in bounds.items():
         if _value(cfg, key) < low:
             raise ValueError(f"{key} must be >= {low}, got {_value(cfg, key)}")
+
+
+def validate(cfg: TrainConfig) -> None:
+    algorithm = registry.ALGORITHMS.get(cfg.algo.name)
+    if algorithm is None:
+        names = " | ".join(registry.ALGORITHMS)
+        raise ValueError(f"algo.name must be one of {names}, got {cfg.algo.name!r}")
+    kind = cfg.game.kind
+    if kind not in registry.GAME_KINDS:
+        kinds = " | ".join(registry.GAME_KINDS)
+        raise ValueError(f"game.kind must be one of {kinds}, got {kind!r}")
+    check_at_least(cfg, AT_LEAST)
     if not cfg.trainer.replay_ratio > 0:
         raise ValueError(f"trainer.replay_ratio must be > 0, got {cfg.trainer.replay_ratio}")
     if not cfg.eval.opponents and cfg.game.kind == "openspiel" and not cfg.eval.exhaustive:
         raise ValueError(
             f"eval.opponents=[] names no opponent; give one or more of {OPPONENT_SPECS}"
         )
-    if (cfg.game.kind == "text") != (cfg.algo.name in LM_ALGORITHMS):
+    if kind not in algorithm.game_kinds:
         raise ValueError(
-            f"algo={cfg.algo.name} does not train on game.kind={cfg.game.kind}: language-model "
-            f"tasks (game.kind=text) take algo={' | '.join(LM_ALGORITHMS)}, and those train "
-            "only on text tasks"
+            f"algo={algorithm.name} does not train on game.kind={kind} "
+            f"({registry.GAME_KINDS[kind]}): it trains on game.kind="
+            f"{' | '.join(algorithm.game_kinds)}, and game.kind={kind} takes algo="
+            f"{' | '.join(registry.algorithms_for(kind))}"
         )
     for key in ("max_minutes", "max_train_minutes"):
         if not getattr(cfg.trainer, key) >= 0:
@@ -101,16 +90,9 @@ def validate(cfg: TrainConfig) -> None:
             "algo.search_value_weight must be in [0, 1] (0 = the game outcome only), got "
             f"{cfg.algo.search_value_weight}"
         )
-    if cfg.game.kind == "text":
-        return
-    expected = "gumbel" if cfg.algo.name in GUMBEL_ALGORITHMS else "puct"
-    if cfg.search.policy != expected:
+    expected = algorithm.search_policy
+    if expected is not None and cfg.search.policy != expected:
         raise ValueError(
             f"algo {cfg.algo.name} searches with search.policy={expected}, got "
             f"{cfg.search.policy!r}"
-        )
-    if cfg.game.kind != "openspiel" and cfg.algo.name not in LATENT_ALGORITHMS:
-        raise ValueError(
-            f"game.kind={cfg.game.kind} has no simulator for the search to plan with; use a "
-            f"learned-model algorithm: algo={' | '.join(LATENT_ALGORITHMS)}"
         )

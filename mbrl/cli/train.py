@@ -18,23 +18,21 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from mbrl import registry
 from mbrl.cli._command import check_overrides, config_groups, run_command
-from mbrl.cli._schema import CONFIG_PATH, register, to_train_config
-from mbrl.config import TrainConfig
+from mbrl.cli._schema import CONFIG_PATH, TrainCommandConfig, register, to_train_config
+from mbrl.validation import validate
 
 APP = "mbrl-train"
 register()
 
 
 def _train(cfg: DictConfig) -> None:
-    # Imported after composition, so --help and --cfg stay fast. The entry point is the one
-    # place that sees every package: text tasks train in llm_bridge (which builds on mbrl).
+    # The algorithm's package registered its train function (mbrl.registry); it is imported
+    # only now, after composition, so --help and --cfg stay fast.
     config = to_train_config(cfg)
-    if config.game.kind == "text":
-        from llm_bridge.train_text import train_text as train
-    else:
-        from mbrl.train import train
-    summary = train(config)
+    validate(config)  # an unknown algorithm or a mismatched game kind, before importing
+    summary = registry.train_function(config.algo.name)(config)
     print(json.dumps(summary, indent=1, default=str))
     if summary.get("interrupted"):  # SIGTERM or Ctrl-C: last.ckpt is written; say so, fail
         print(
@@ -51,7 +49,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    run_command(APP, lambda: check_overrides(sys.argv[1:], TrainConfig, config_groups()))
+    run_command(APP, lambda: check_overrides(sys.argv[1:], TrainCommandConfig, config_groups()))
     _hydra_main()
 
 

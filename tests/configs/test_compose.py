@@ -10,9 +10,10 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from games import BoardGame
+from llm_bridge.config import LM_ALGORITHMS
 from llm_bridge.tasks.text_tasks import TASKS
 from mbrl.cli._schema import register, to_train_config
-from mbrl.config import LATENT_ALGORITHMS, LM_ALGORITHMS, TrainConfig
+from mbrl.config import LATENT_ALGORITHMS, TrainConfig
 from mbrl.environments import make_environment
 from mbrl.train import validate
 from search import SearchSettings
@@ -42,7 +43,11 @@ def test_every_game_and_algo_composes(game, algo):
     assert cfg.run_dir == f"runs/{cfg.game.name}_{algo}_seed0"
     assert isinstance(cfg.search, SearchSettings)  # the schema is the settings the code uses
     if (cfg.game.kind == "text") != (algo in LM_ALGORITHMS):
-        with pytest.raises(ValueError, match=r"language-model tasks.*algo=lm_pretrain"):
+        if cfg.game.kind == "text":  # a game algorithm on a language-model task
+            message = r"game\.kind=text \(language-model tasks\).*takes algo=lm_pretrain"
+        else:  # a language-model algorithm on a game
+            message = rf"algo={algo} does not train on game\.kind=.*trains on game\.kind=text"
+        with pytest.raises(ValueError, match=message):
             validate(cfg)
         return
     if cfg.game.kind == "text":

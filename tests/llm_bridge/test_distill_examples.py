@@ -7,6 +7,7 @@ from functools import partial
 import numpy as np
 import pytest
 
+from llm_bridge.config import LLMConfig
 from llm_bridge.decoding import (
     MAX_SEARCHES_FACTOR,
     Decoded,
@@ -18,7 +19,6 @@ from llm_bridge.decoding import (
 from llm_bridge.rounds import distill_examples
 from llm_bridge.step_env import StepTextEnv
 from llm_bridge.train_text import distill_search_settings
-from mbrl.config import LLMConfig
 
 CANDIDATES = np.array([5, 6, -1])
 

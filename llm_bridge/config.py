@@ -1,0 +1,102 @@
+"""The LLM bridge's settings: the ``llm`` config group, and ``TextTrainConfig``, the core's
+``TrainConfig`` with that group added (the schema ``mbrl-train`` composes).
+
+Registering the ``text`` game kind and the LM algorithms with the core happens in
+``llm_bridge/__init__.py``, so importing any part of the bridge makes them known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mbrl.config import TrainConfig
+from mbrl.validation import check_at_least, validate
+
+# Pre-training on solver solutions, then rounds of search distillation, or the baselines SFT on
+# verified samples and GRPO.
+LM_ALGORITHMS = ("lm_pretrain", "lm_distill", "lm_sft_verified", "lm_grpo")
+
+
+@dataclass
+class LLMConfig:
+    """The LLM bridge (game.kind=text): language model, decoding and training rounds.
+    game.name is the task (countdown24 | countdown_general); game.params its parameters."""
+
+    backend: str = "tiny"  # tiny: the project's TinyLM, trained from scratch
+    layers: int = 4
+    heads: int = 4
+    width: int = 128
+    context: int = 64  # tokens; longer prompts follow `overflow`
+    overflow: str = "error"  # error | truncate_left
+    test_fraction: float = 0.2  # of the task's prompts, split by multiset
+    split_seed: int = 0  # fixed apart from `seed`, so runs of every seed share one test set
+    pretrain_fraction: float = 0.3  # of the training prompts that get solver solutions
+    solutions_per_prompt: int = 4  # distinct solver solutions per pre-training prompt
+    pretrain_steps: int = 800
+    init_from: str = ""  # a pre-trained checkpoint to start from instead of pre-training
+    candidates: int = 8  # action width: the top-k grammar-allowed next tokens
+    max_new_tokens: int = 40
+    search: str = "mcts"  # distillation's search: mcts | gumbel
+    simulations: int = 32  # per decision
+    # Distillation's searches of each training prompt per round. Above 1, every search explores
+    # with root Dirichlet noise and a sampled played action (PUCT; Gumbel draws its own noise),
+    # so the searches find different solutions; every verified one is distilled.
+    searches_per_prompt: int = 1
+    search_noise: float = 0.25  # Dirichlet fraction of repeated searches (PUCT)
+    search_temperature: float = 1.0  # their played action ~ visits ** (1 / temperature) (PUCT)
+    # Run a prompt's searches one after another, each counting the solutions found before it as
+    # unsolved, so that a search that solves finds a new solution (llm_bridge.decode_distinct);
+    # a solved prompt then takes decision targets from its solving searches only.
+    distinct_solutions: bool = False
+    # With distinct_solutions: a round's forward-pass budget for its searches; 0 = off. Past
+    # searches_per_prompt, further searches run while the next fits in it (decode_distinct), so
+    # later rounds, whose confident model reuses more of its trees, spend what the first did.
+    search_pass_budget: int = 0
+    # Distill the searches' policy on prompts no search solved (false: those train the value
+    # head only, since their targets rest on the untrained value's guesses).
+    unsolved_policy_targets: bool = True
+    # On verified completions, also train the next token where no decision was searched (the
+    # tokens the grammar forced, i.e. the arithmetic), as pre-training and SFT do.
+    teacher_force_solutions: bool = False
+    # Distill also the visit counts of interior nodes visited this often; 0 = off. Measured at 4
+    # (benchmarks.countdown_distill): worse, the targets teach the untrained value's guesses.
+    tree_target_visits: int = 0
+    rounds: int = 3  # distillation / SFT / GRPO rounds after pre-training
+    round_steps: int = 300  # gradient steps per round
+    round_prompts: int = 0  # training prompts decoded per round; 0 = all
+    keep_data: bool = True  # distill / SFT: train on pre-training data + all rounds' data so far
+    samples_per_prompt: int = 8  # lm_sft_verified and lm_grpo: samples per prompt per round
+    grpo_clip: float = 0.2
+    grpo_dual_clip: float = 0.0  # > 1 bounds the negative-advantage term (dual-clip PPO); 0 = off
+    eval_prompts: int = 0  # test prompts in each greedy evaluation; 0 = all
+
+
+@dataclass
+class TextTrainConfig(TrainConfig):
+    llm: LLMConfig = field(default_factory=LLMConfig)
+
+
+# Lower bounds of the llm group's counts, checked with the keys as users type them.
+AT_LEAST = {
+    "llm.layers": 1,
+    "llm.heads": 1,
+    "llm.width": 1,
+    "llm.context": 1,
+    "llm.solutions_per_prompt": 1,
+    "llm.pretrain_steps": 0,
+    "llm.candidates": 1,
+    "llm.max_new_tokens": 1,
+    "llm.simulations": 1,
+    "llm.searches_per_prompt": 1,
+    "llm.rounds": 0,
+    "llm.round_steps": 0,
+    "llm.round_prompts": 0,
+    "llm.samples_per_prompt": 1,
+    "llm.eval_prompts": 0,
+}
+
+
+def validate_text(cfg: TextTrainConfig) -> None:
+    """The core's checks, then the llm group's."""
+    validate(cfg)
+    check_at_least(cfg, AT_LEAST)
