@@ -1,7 +1,10 @@
-"""A trained network as a player: deterministic search (or the raw policy) over batched states.
+"""A trained network as a player: a deterministic search (or the raw policy) in its model.
 
-It has the same ``choose(states, rng) -> [B] actions`` shape as the fixed opponents in
-``games.opponents``, so matches, ``mbrl-eval`` and ``mbrl-play`` treat both alike.
+One class whatever the model: the true game (`GameModel`, AlphaZero), a learned latent model
+(`LatentModel`, MuZero and EfficientZero). ``choose(states, rng) -> [B] actions`` plays board
+games, the same shape as the fixed opponents in ``games.opponents``, so matches, ``mbrl-eval``
+and ``mbrl-play`` treat both alike; ``act(timestep)`` plays any protocol environment (CartPole,
+Atari).
 """
 
 from __future__ import annotations
@@ -9,13 +12,9 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import torch
 
 import search
 from games import BoardGame
-from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.latent_model import LatentModel
-from mbrl.selfplay.planner import plan
 from search import SearchSettings
 
 
@@ -32,83 +31,44 @@ def with_simulations(
 
 
 class SearchAgent:
-    """Plays the most visited move of a noise-free search; ``num_simulations=0`` plays the
-    network's raw policy argmax over legal moves."""
+    """Plays the most visited move of a noise-free search (Gumbel: its deterministic choice);
+    ``num_simulations=0`` plays the network's raw policy argmax over legal moves.
+
+    ``model`` is the search's model: ``search_root(states, obs)``, ``recurrent_fn``,
+    ``evaluate(obs)`` and ``value_prefix_horizon``. ``game`` (board games) turns states into
+    observations and legal masks for ``choose``."""
 
     def __init__(
         self,
-        game: BoardGame,
-        network: torch.nn.Module,
+        model,
         settings: SearchSettings,
         *,
-        num_simulations: int | None = None,
-        name: str = "agent",
-    ):
-        self.game = game
-        self.model = GameModel(game, network.eval())
-        self.settings, self.num_simulations = with_simulations(settings, num_simulations)
-        self.name = name
-
-    def choose(self, states: list, rng: np.random.Generator | None = None) -> np.ndarray:
-        del rng  # deterministic
-        if self.num_simulations == 0:
-            obs = np.stack([self.game.observation(s) for s in states])
-            legal = np.stack([self.game.legal_mask(s) for s in states])
-            logits, _ = self.model.evaluate(obs)
-            return np.argmax(np.where(legal, logits, -np.inf), axis=1).astype(np.int64)
-        output = plan(self.model, states, self.settings, deterministic=True)
-        return output.action.astype(np.int64)
-
-
-class LatentSearchAgent:
-    """A learned-model agent: deterministic search in its own latent model from observations.
-
-    ``choose(states)`` plays board games (OpenSpiel states, like ``SearchAgent``);
-    ``act(timestep)`` plays any protocol environment (CartPole, Atari)."""
-
-    def __init__(
-        self,
-        network: torch.nn.Module,
-        settings: SearchSettings,
-        *,
-        discount: float,
-        two_player: bool,
-        value_prefix_horizon: int = 0,
         game: BoardGame | None = None,
         num_simulations: int | None = None,
         name: str = "agent",
     ):
-        self.game = game
-        self.model = LatentModel(
-            network.eval(),
-            discount=discount,
-            two_player=two_player,
-            value_prefix_horizon=value_prefix_horizon,
-        )
-        self.horizon = value_prefix_horizon or None
+        self.model, self.game, self.name = model, game, name
         self.settings, self.num_simulations = with_simulations(settings, num_simulations)
-        self.name = name
-
-    def act_on(self, obs: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        if self.num_simulations == 0:
-            logits, _ = self.model.evaluate(obs)
-            return np.argmax(np.where(legal, logits, -np.inf), axis=1).astype(np.int64)
-        root = self.model.root(obs)
-        output = search.run(
-            root,
-            self.model.recurrent_fn,
-            self.settings,
-            legal_mask=legal,
-            deterministic=True,
-            value_prefix_horizon=self.horizon,
-        )
-        return output.action.astype(np.int64)
-
-    def act(self, timestep) -> np.ndarray:
-        return self.act_on(timestep.obs, timestep.legal)
 
     def choose(self, states: list, rng: np.random.Generator | None = None) -> np.ndarray:
         del rng  # deterministic
         obs = np.stack([self.game.observation(s) for s in states])
         legal = np.stack([self.game.legal_mask(s) for s in states])
-        return self.act_on(obs, legal)
+        return self._act(states, obs, legal)
+
+    def act(self, timestep) -> np.ndarray:
+        return self._act(None, timestep.obs, timestep.legal)
+
+    def _act(self, states: list | None, obs: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        if self.num_simulations == 0:
+            logits, _ = self.model.evaluate(obs)
+            return np.argmax(np.where(legal, logits, -np.inf), axis=1).astype(np.int64)
+        output = search.run(
+            self.model.search_root(states, obs),
+            self.model.recurrent_fn,
+            self.settings,
+            legal_mask=legal,
+            deterministic=True,
+            value_prefix_horizon=self.model.value_prefix_horizon,
+        )
+        return output.action.astype(np.int64)

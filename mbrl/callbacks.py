@@ -20,6 +20,7 @@ from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
 from mbrl.evaluation.episodes import run_episodes
 from mbrl.evaluation.exhaustive import SEAT_LABELS, SeatResult, play_exhaustively
 from mbrl.graceful_stop import EvaluationAborted, GracefulStop
+from mbrl.selfplay.game_model import GameModel
 from search import SearchSettings
 
 # Elo matches are between deterministic searchers: without varied openings every game with the
@@ -158,7 +159,11 @@ class EvaluationCallback(PeriodicEvaluation):
         # default, a learned-model search for MuZero.
         self.make_agent = make_agent or (
             lambda network, simulations, name: SearchAgent(
-                game, network, settings, num_simulations=simulations, name=name
+                GameModel(game, network.eval()),
+                settings,
+                game=game,
+                num_simulations=simulations,
+                name=name,
             )
         )
         self.every, self.games, self.simulations = every, games, simulations

@@ -1,7 +1,7 @@
 """Rebuild a trained agent (game, network, search settings) from a checkpoint.
 
-AlphaZero checkpoints give a ``SearchAgent`` over the true game; MuZero-family checkpoints a
-``LatentSearchAgent`` that plans in its own learned model. ``game`` is the board game's rule
+AlphaZero checkpoints give a ``SearchAgent`` over the true game; MuZero-family checkpoints one
+that plans in its own learned model. ``game`` is the board game's rule
 book, or ``None`` for single-agent environments (CartPole, Atari), which are played as episodes
 (``environment(...)`` builds one in evaluation mode).
 """
@@ -15,11 +15,13 @@ from types import SimpleNamespace
 import torch
 
 from games import BoardGame
-from mbrl.agent import LatentSearchAgent, SearchAgent
+from mbrl.agent import SearchAgent
 from mbrl.checkpoint import METADATA_KEY, check_compatible, load_checkpoint
 from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, AtariGameConfig, GameConfig, ModelConfig
 from mbrl.environments import Environment, build_latent_network, make_environment
 from mbrl.networks import AlphaZeroNet
+from mbrl.selfplay.game_model import GameModel
+from mbrl.selfplay.latent_model import LatentModel
 from search import SearchSettings
 
 
@@ -46,20 +48,18 @@ class LoadedAgent:
         return self.metadata["config"]["search"]["eval_simulations"] if requested < 0 else requested
 
     def agent(self, num_simulations: int | None = None, name: str = "agent"):
-        if not self.latent:
-            return SearchAgent(
-                self.game, self.network, self.settings, num_simulations=num_simulations, name=name
+        if self.latent:
+            algo = self.metadata["config"]["algo"]
+            model = LatentModel(
+                self.network,
+                discount=algo["discount"],
+                two_player=self.game is not None,
+                value_prefix_horizon=algo["value_prefix_horizon"],
             )
-        algo = self.metadata["config"]["algo"]
-        return LatentSearchAgent(
-            self.network,
-            self.settings,
-            discount=algo["discount"],
-            two_player=self.game is not None,
-            value_prefix_horizon=algo["value_prefix_horizon"],
-            game=self.game,
-            num_simulations=num_simulations,
-            name=name,
+        else:
+            model = GameModel(self.game, self.network)
+        return SearchAgent(
+            model, self.settings, game=self.game, num_simulations=num_simulations, name=name
         )
 
     def environment(self, batch_size: int, *, seed: int = 0) -> Environment:

@@ -19,7 +19,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from games import BoardGame
 from games.symmetry import GAME_SYMMETRIES, BoardSymmetries, board_symmetries
-from mbrl.agent import LatentSearchAgent
+from mbrl.agent import SearchAgent
 from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback, SelfPlayMonitor
 from mbrl.checkpoint import LAST, AtomicCheckpointIO, remove_temporaries, resumable
 from mbrl.config import LATENT_ALGORITHMS, TrainConfig
@@ -34,6 +34,7 @@ from mbrl.replay.targets import alphazero_fields
 from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.selfplay.embedded import SelfPlayDataModule
 from mbrl.selfplay.latent_loop import LatentSelfPlayDataModule
+from mbrl.selfplay.latent_model import LatentModel
 from mbrl.system import System
 from mbrl.threads import configure_threads
 from mbrl.validation import validate
@@ -149,16 +150,15 @@ def build_latent(cfg: TrainConfig, run_dir: Path):
         symmetries=symmetries(cfg, environment.game),
     )
 
-    def make_agent(net, simulations: int, name: str) -> LatentSearchAgent:
-        return LatentSearchAgent(
-            net,
-            settings,
+    def make_agent(net, simulations: int, name: str) -> SearchAgent:
+        model = LatentModel(
+            net.eval(),
             discount=algo.discount,
             two_player=environment.two_player,
             value_prefix_horizon=algo.value_prefix_horizon,
-            game=environment.game,
-            num_simulations=simulations,
-            name=name,
+        )
+        return SearchAgent(
+            model, settings, game=environment.game, num_simulations=simulations, name=name
         )
 
     if environment.game is not None:  # a board game: matches against opponents, Elo

@@ -23,7 +23,7 @@ import torch
 from games import BoardGame
 from mbrl.replay.targets import Trajectory
 from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.planner import opening_rng, plan, root_keys
+from mbrl.selfplay.planner import opening_rng, plan, played_actions, root_keys
 from search import SearchSettings
 
 _FIELDS = ("obs", "legal", "policy", "root_value", "move_value", "to_play", "actions")
@@ -110,7 +110,7 @@ class SelfPlayActor:
         output = plan(self.model, self.states, self.settings, keys=keys, inputs=(obs, legal))
         self.search_seconds += time.perf_counter() - start
         self.simulations += self.num_games * self.settings.num_simulations
-        actions = self._choose(output, moves)
+        actions = played_actions(output, self.settings, moves < self.temperature_moves)
         move_values = played_move_values(output, actions)
         finished = []
         made = 0
@@ -142,13 +142,6 @@ class SelfPlayActor:
         self.moves_played += made
         self.games_finished += len(finished)
         return finished
-
-    def _choose(self, output, moves: np.ndarray) -> np.ndarray:
-        if self.settings.policy == "gumbel":
-            return output.action.astype(np.int64)  # sequential halving's (noisy) choice
-        greedy = np.argmax(output.visit_counts, axis=1)
-        # The search sampled `action` from the visit distribution with per-root noise.
-        return np.where(moves < self.temperature_moves, output.action, greedy).astype(np.int64)
 
     def _resigns(self, slot: int, state, root_value: float) -> bool:
         if self.resign_threshold <= -1.0 or root_value >= self.resign_threshold:

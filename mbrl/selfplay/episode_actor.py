@@ -31,7 +31,7 @@ import search
 from games import TimeStep
 from mbrl.replay.episodes import Episode
 from mbrl.selfplay.latent_model import LatentModel
-from mbrl.selfplay.planner import opening_rng, root_keys
+from mbrl.selfplay.planner import opening_rng, played_actions, root_keys
 from search import SearchSettings
 
 _RECORDED = ("frames", "actions", "rewards", "to_play", "policy", "root_value", "legal", "turns")
@@ -133,7 +133,7 @@ class EpisodeActor:
         )
         self.search_seconds += time.perf_counter() - start
         self.simulations += self.num_envs * self.settings.num_simulations
-        actions = self._choose(output)
+        actions = played_actions(output, self.settings, self.moves < self.temperature_moves)
         opening = self.opening_left > 0
         for slot in np.flatnonzero(opening).tolist():
             actions[slot] = self.opening_rngs[slot].choice(np.flatnonzero(ts.legal[slot]))
@@ -167,13 +167,6 @@ class EpisodeActor:
         finished = self._segments(next_ts.done) + self._finish(done, next_ts)
         self.timestep = self._reset(done) if len(done) else next_ts
         return finished
-
-    def _choose(self, output) -> np.ndarray:
-        if self.settings.policy == "gumbel":
-            return output.action.astype(np.int64)
-        greedy = np.argmax(output.visit_counts, axis=1)
-        sampled = self.moves < self.temperature_moves
-        return np.where(sampled, output.action, greedy).astype(np.int64)
 
     def _episode(self, slot: int, end: int, *, terminated: bool, final_value: float, sampleable):
         record = self.records[slot]

@@ -18,6 +18,8 @@ from games import BoardGame
 class GameModel:
     """``BoardGame`` rules + a policy-value network, batched for the search."""
 
+    value_prefix_horizon = None  # the true game's rewards are per step
+
     def __init__(self, game: BoardGame, network: torch.nn.Module):
         self.game = game
         self.network = network
@@ -45,8 +47,12 @@ class GameModel:
     def root(self, states: list, inputs=None) -> tuple[search.RootOutput, np.ndarray]:
         """``inputs`` = ``root_inputs(states)`` when the caller already built them."""
         obs, legal = self.root_inputs(states) if inputs is None else inputs
+        return self.search_root(states, obs), legal
+
+    def search_root(self, states: list, obs: np.ndarray) -> search.RootOutput:
+        """The roots of a search from ``states`` whose observations are ``obs``."""
         logits, value = self.evaluate(obs)
-        return search.RootOutput(prior_logits=logits, value=value, embedding=list(states)), legal
+        return search.RootOutput(prior_logits=logits, value=value, embedding=list(states))
 
     def recurrent_fn(self, states: list, actions: np.ndarray):
         batch = len(states)

@@ -36,6 +36,7 @@ class LatentModel:
         self.reward_support = ScalarSupport(network.settings.reward_support_size)
         self.edge_discount = -discount if two_player else discount
         self.value_prefix = value_prefix_horizon > 0
+        self.value_prefix_horizon = value_prefix_horizon or None  # as the search takes it
         if self.value_prefix != network.value_prefix:
             raise ValueError(
                 "the search's value_prefix_horizon and the network's value_prefix must agree "
@@ -87,6 +88,12 @@ class LatentModel:
         )
         self._timed(start)
         return root
+
+    def search_root(self, states, obs: np.ndarray) -> search.RootOutput:
+        """The roots of a search from observations ``obs`` (``states`` are not needed: the
+        search plans in the learned model)."""
+        del states
+        return self.root(obs)
 
     @torch.inference_mode()
     def recurrent_fn(self, embedding, action: torch.Tensor, is_reset: np.ndarray | None = None):

@@ -34,6 +34,18 @@ def plan(
     )
 
 
+def played_actions(
+    output: search.SearchOutput, settings: SearchSettings, explore: np.ndarray
+) -> np.ndarray:
+    """``[B]`` the moves self-play plays: Gumbel's sequential-halving choice; PUCT's action
+    sampled from the visit counts (with per-root noise) where ``explore`` (a game's first
+    ``temperature_moves``), the most visited action elsewhere."""
+    if settings.policy == "gumbel":
+        return output.action.astype(np.int64)
+    greedy = np.argmax(output.visit_counts, axis=1)
+    return np.where(explore, output.action, greedy).astype(np.int64)
+
+
 _OPENING_STREAM = 0x6F70  # separates the openings' random stream from the search's keys
 
 

@@ -41,7 +41,8 @@ def test_search_with_the_true_game_finds_the_win_and_the_block():
     for move in (0, 4, 1):  # o to move, must block at 2
         blocking.apply_action(move)
     for policy in ("puct", "gumbel"):
-        agent = SearchAgent(GAME, network(), SearchSettings(policy=policy, num_simulations=64))
+        settings = SearchSettings(policy=policy, num_simulations=64)
+        agent = SearchAgent(GameModel(GAME, network().eval()), settings, game=GAME)
         assert agent.choose([state, blocking]).tolist() == [2, 2]
 
 
