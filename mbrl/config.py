@@ -167,7 +167,7 @@ class TrainerConfig:
     batch_size: int = 256
     replay_ratio: float = 0.1  # gradient steps per environment move, enforced exactly
     warmup_moves: int = 1000
-    sync_every: int = 1
+    sync_every: int = 1  # gradient steps between refreshes of the actor's network
     num_games: int = 64  # self-play games in lockstep
     temperature_moves: int = 4
     resign_threshold: float = -1.0  # resign below this search value; -1 = off (the default)

@@ -57,7 +57,7 @@ class EmbeddedLoop(L.LightningDataModule):
 
     def __init__(self, learner_network: torch.nn.Module, loop: TrainerConfig, *, seed: int):
         super().__init__()
-        self.loop = loop
+        self.loop = loop  # the trainer group: batch size, replay ratio, warm-up, games, ...
         self.learner_network = learner_network
         self.actor_network = copy.deepcopy(learner_network).eval().requires_grad_(False)
         self.rng = np.random.default_rng(seed)
