@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -483,6 +484,20 @@ os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
 """
 
 
+def _readable_by_anyone(path: str) -> bool:
+    """Whether any user can reach and read ``path``: uid 65534 must read this test file."""
+    path = os.path.abspath(path)
+    if not os.stat(path).st_mode & stat.S_IROTH:
+        return False
+    parent = os.path.dirname(path)
+    while True:
+        if not os.stat(parent).st_mode & stat.S_IXOTH:
+            return False
+        if parent == os.path.dirname(parent):
+            return True
+        parent = os.path.dirname(parent)
+
+
 @pytest.mark.skipif(os.environ.get(_AS_UNPRIVILEGED) == "1", reason="already unprivileged")
 def test_this_file_passes_as_an_unprivileged_user_with_the_fallback_containments():
     """Root machines run everything with an own uid; this reruns the file as uid 65534, where
@@ -491,6 +506,8 @@ def test_this_file_passes_as_an_unprivileged_user_with_the_fallback_containments
         pytest.skip("needs root to become another user; without root this file ran as such")
     if not available_containment().namespaces:
         pytest.skip("needs a mount namespace to make the interpreter readable to uid 65534")
+    if not _readable_by_anyone(__file__):
+        pytest.skip(f"{__file__} is not readable by other users (a 0700 directory above it)")
     base = tempfile.mkdtemp(prefix="sandbox_unprivileged_")
     os.chown(base, 65534, 65534)
     command = [
