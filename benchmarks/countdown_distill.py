@@ -2,7 +2,7 @@ r"""Search distillation against SFT on verified samples and GRPO, at the same sa
 
 All three start from the same pre-trained TinyLM (experiment=countdown_pretrain, trained first
 if missing) and run three rounds over the Countdown-24 training puzzles. Distillation searches
-(MCTS, llm.simulations per decision); the baselines sample ``samples_per_prompt`` completions per
+(MCTS, search.num_simulations per decision); the baselines sample ``samples_per_prompt`` completions per
 puzzle, with that number chosen so that a round's sampling spends as many model forward passes as
 a round of search did. After each round: greedy accuracy on the 262 test puzzles.
 

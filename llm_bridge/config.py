@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mbrl.config import TrainConfig
+from mbrl.config import ModelConfig, TrainConfig
 from mbrl.validation import check_at_least, validate
 
 # Pre-training on solver solutions, then rounds of search distillation, or the baselines SFT on
@@ -19,14 +19,12 @@ LM_ALGORITHMS = ("lm_pretrain", "lm_distill", "lm_sft_verified", "lm_grpo")
 
 @dataclass
 class LLMConfig:
-    """The LLM bridge (game.kind=text): language model, decoding and training rounds.
-    game.name is the task (countdown24 | countdown_general); game.params its parameters."""
+    """The LLM bridge (game.kind=text): the task's data, decoding and training rounds.
+    game.name is the task (countdown24 | countdown_general), game.params its parameters; the
+    language model is the ``model`` group (`LMModelConfig`), distillation's search the ``search``
+    group, as for games."""
 
     backend: str = "tiny"  # tiny: the project's TinyLM, trained from scratch
-    layers: int = 4
-    heads: int = 4
-    width: int = 128
-    context: int = 64  # tokens; longer prompts follow `overflow`
     overflow: str = "error"  # error | truncate_left
     test_fraction: float = 0.2  # of the task's prompts, split by multiset
     split_seed: int = 0  # fixed apart from `seed`, so runs of every seed share one test set
@@ -36,13 +34,12 @@ class LLMConfig:
     init_from: str = ""  # a pre-trained checkpoint to start from instead of pre-training
     candidates: int = 8  # action width: the top-k grammar-allowed next tokens
     max_new_tokens: int = 40
-    search: str = "mcts"  # distillation's search: mcts | gumbel
-    simulations: int = 32  # per decision
-    # Distillation's searches of each training prompt per round. Above 1, every search explores
-    # with root Dirichlet noise and a sampled played action (PUCT; Gumbel draws its own noise),
-    # so the searches find different solutions; every verified one is distilled.
+    # Distillation's searches of each training prompt per round (search.policy: puct | gumbel,
+    # search.num_simulations per decision). Above 1, every search explores with root Dirichlet
+    # noise (search.dirichlet_fraction; one search per prompt uses none: decoding explores
+    # through the tree) and a sampled played action (PUCT; Gumbel draws its own noise), so the
+    # searches find different solutions; every verified one is distilled.
     searches_per_prompt: int = 1
-    search_noise: float = 0.25  # Dirichlet fraction of repeated searches (PUCT)
     search_temperature: float = 1.0  # their played action ~ visits ** (1 / temperature) (PUCT)
     # Run a prompt's searches one after another, each counting the solutions found before it as
     # unsolved, so that a search that solves finds a new solution (llm_bridge.decode_distinct);
@@ -72,21 +69,32 @@ class LLMConfig:
 
 
 @dataclass
+class LMModelConfig(ModelConfig):
+    """The ``model`` group with the language model's sizes (``model=tiny_lm``); the game
+    networks' fields are unused by text tasks."""
+
+    layers: int = 4
+    heads: int = 4
+    width: int = 128
+    context: int = 64  # tokens; longer prompts follow llm.overflow
+
+
+@dataclass
 class TextTrainConfig(TrainConfig):
+    model: LMModelConfig = field(default_factory=LMModelConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
 
 
-# Lower bounds of the llm group's counts, checked with the keys as users type them.
+# Lower bounds of the language model's and the llm group's counts, keys as users type them.
 AT_LEAST = {
-    "llm.layers": 1,
-    "llm.heads": 1,
-    "llm.width": 1,
-    "llm.context": 1,
+    "model.layers": 1,
+    "model.heads": 1,
+    "model.width": 1,
+    "model.context": 1,
     "llm.solutions_per_prompt": 1,
     "llm.pretrain_steps": 0,
     "llm.candidates": 1,
     "llm.max_new_tokens": 1,
-    "llm.simulations": 1,
     "llm.searches_per_prompt": 1,
     "llm.rounds": 0,
     "llm.round_steps": 0,

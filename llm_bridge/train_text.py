@@ -24,6 +24,7 @@ resumes after the last completed round.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -33,7 +34,7 @@ import numpy as np
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from llm_bridge.adapter import check_overflow
-from llm_bridge.config import LLMConfig, TextTrainConfig, validate_text
+from llm_bridge.config import TextTrainConfig, validate_text
 from llm_bridge.decoding import TreeSearchSettings, decode, decode_distinct
 from llm_bridge.fitting import fit
 from llm_bridge.lm_checkpoint import load_lm, save_lm
@@ -48,8 +49,6 @@ from mbrl.checkpoint import remove_temporaries
 from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.system import System
 from mbrl.threads import configure_threads
-
-SEARCH_METHODS = ("mcts", "gumbel")  # distillation's search
 
 
 def task_spec(cfg: TextTrainConfig) -> dict:
@@ -103,14 +102,15 @@ def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int
     """``(examples, objective, stats)`` for one round of the configured algorithm."""
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
     if cfg.algo.name == "lm_distill":
-        n, settings = llm.searches_per_prompt, distill_search_settings(llm)
+        n, settings = llm.searches_per_prompt, distill_search_settings(cfg)
+        method = "gumbel" if settings.policy == "gumbel" else "mcts"
         if llm.distinct_solutions:
             decoded = decode_distinct(
                 env,
                 items,
-                llm.search,
+                method,
                 searches=n,
-                budget=llm.simulations,
+                budget=settings.num_simulations,
                 seed=seed,
                 settings=settings,
                 pass_budget=llm.search_pass_budget,
@@ -119,7 +119,12 @@ def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int
         else:
             repeated = [item for item in items for _ in range(n)]
             decoded = decode(
-                env, repeated, llm.search, budget=llm.simulations, seed=seed, settings=settings
+                env,
+                repeated,
+                method,
+                budget=settings.num_simulations,
+                seed=seed,
+                settings=settings,
             )
         examples = distill_examples(
             env,
@@ -150,8 +155,10 @@ def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int
     return examples, objective, stats
 
 
-def distill_search_settings(llm: LLMConfig) -> TreeSearchSettings:
-    """One plain search per prompt, or ``searches_per_prompt`` exploring ones (see LLMConfig)."""
+def distill_search_settings(cfg: TextTrainConfig) -> TreeSearchSettings:
+    """The ``search`` group as distillation searches: one plain search per prompt, or
+    ``llm.searches_per_prompt`` exploring ones (noise and a sampled played action)."""
+    llm, settings = cfg.llm, cfg.search
     if llm.searches_per_prompt < 1:
         raise ValueError(f"llm.searches_per_prompt must be >= 1, got {llm.searches_per_prompt}")
     if llm.search_pass_budget < 0 or (llm.search_pass_budget and not llm.distinct_solutions):
@@ -159,19 +166,22 @@ def distill_search_settings(llm: LLMConfig) -> TreeSearchSettings:
             f"llm.search_pass_budget={llm.search_pass_budget}: must be 0 (off), or > 0 "
             "with llm.distinct_solutions=true, whose searches it extends"
         )
-    if llm.searches_per_prompt == 1:
-        return TreeSearchSettings(tree_target_visits=llm.tree_target_visits)
-    plain = llm.search_noise <= 0 and llm.search_temperature <= 0
-    if llm.search == "mcts" and plain and not llm.distinct_solutions:
+    repeated = llm.searches_per_prompt > 1
+    plain = settings.dirichlet_fraction <= 0 and llm.search_temperature <= 0
+    if repeated and settings.policy == "puct" and plain and not llm.distinct_solutions:
         raise ValueError(
-            f"llm.searches_per_prompt={llm.searches_per_prompt} with mcts needs "
-            "llm.search_noise > 0, llm.search_temperature > 0 or llm.distinct_solutions=true: "
-            "without any, every search of a prompt builds the same tree"
+            f"llm.searches_per_prompt={llm.searches_per_prompt} with search.policy=puct needs "
+            "search.dirichlet_fraction > 0, llm.search_temperature > 0 or "
+            "llm.distinct_solutions=true: without any, every search of a prompt builds the same "
+            "tree"
         )
     return TreeSearchSettings(
-        tree_target_visits=llm.tree_target_visits,
-        dirichlet_fraction=llm.search_noise,
-        temperature=llm.search_temperature,
+        **{
+            **dataclasses.asdict(settings),
+            "dirichlet_fraction": settings.dirichlet_fraction if repeated else 0.0,
+            "temperature": llm.search_temperature if repeated else 0.0,
+            "tree_target_visits": llm.tree_target_visits,
+        }
     )
 
 
@@ -187,12 +197,8 @@ def train_text(cfg: TextTrainConfig) -> dict:
     if llm.backend != "tiny":
         raise ValueError(f"llm.backend must be 'tiny' for training, got {llm.backend!r}")
     check_overflow(llm.overflow, "llm.overflow")
-    if llm.search not in SEARCH_METHODS:
-        raise ValueError(
-            f"llm.search must be one of {' | '.join(SEARCH_METHODS)}, got {llm.search!r}"
-        )
     if cfg.algo.name == "lm_distill":
-        distill_search_settings(llm)  # bad search settings fail before pre-training
+        distill_search_settings(cfg)  # bad search settings fail before pre-training
     run_dir = check_run_dir(cfg)  # nothing is written there until every part is built
     configure_threads(
         torch_threads=cfg.trainer.torch_threads, numba_threads=cfg.trainer.numba_threads
@@ -290,10 +296,10 @@ def _initial_model(
         return loaded.model, [], 1, []
     settings = TinyLMSettings(
         tokenizer.vocab_size,
-        context=llm.context,
-        layers=llm.layers,
-        heads=llm.heads,
-        width=llm.width,
+        context=cfg.model.context,
+        layers=cfg.model.layers,
+        heads=cfg.model.heads,
+        width=cfg.model.width,
     )
     return TinyLM(settings), [], 0, []
 

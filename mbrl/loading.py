@@ -85,7 +85,9 @@ def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
         game = BoardGame(spec["name"], spec["params"], max_moves=config["game"]["max_moves"])
     if game is not None:
         check_compatible(metadata, game.spec, f"checkpoint {path}")
-    model = ModelConfig(**metadata["model"])
+    # Only the core's fields: the command line's schema may extend the group (LMModelConfig).
+    known = {f.name for f in dataclasses.fields(ModelConfig)}
+    model = ModelConfig(**{k: v for k, v in metadata["model"].items() if k in known})
     if metadata.get("algo") in LATENT_ALGORITHMS:
         shapes = SimpleNamespace(model=model, algo=AlgoConfig(**config["algo"]))
         network = build_latent_network(tuple(spec["obs_shape"]), spec["num_actions"], shapes)

@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 import pytest
 
-from llm_bridge.config import LLMConfig
+from llm_bridge.config import LLMConfig, TextTrainConfig
 from llm_bridge.decoding import (
     MAX_SEARCHES_FACTOR,
     Decoded,
@@ -19,6 +19,7 @@ from llm_bridge.decoding import (
 from llm_bridge.rounds import distill_examples
 from llm_bridge.step_env import StepTextEnv
 from llm_bridge.train_text import distill_search_settings
+from search import SearchSettings
 
 CANDIDATES = np.array([5, 6, -1])
 
@@ -199,17 +200,24 @@ def test_a_pass_budget_buys_further_distinct_searches(env, countdown):
         decode_distinct(env, items, "mcts", searches=2, budget=4, pass_budget=-1)
 
 
+def distill_config(noise: float = 0.25, **llm) -> TextTrainConfig:
+    return TextTrainConfig(llm=LLMConfig(**llm), search=SearchSettings(dirichlet_fraction=noise))
+
+
 def test_repeated_plain_mcts_searches_are_refused_as_identical():
-    with pytest.raises(ValueError, match="searches_per_prompt=4 with mcts needs"):
+    with pytest.raises(ValueError, match=r"searches_per_prompt=4 with search\.policy=puct needs"):
         distill_search_settings(
-            LLMConfig(searches_per_prompt=4, search_noise=0.0, search_temperature=0.0)
+            distill_config(noise=0.0, searches_per_prompt=4, search_temperature=0.0)
         )
     with pytest.raises(ValueError, match="searches_per_prompt must be >= 1, got 0"):
-        distill_search_settings(LLMConfig(searches_per_prompt=0))
-    assert distill_search_settings(LLMConfig(searches_per_prompt=1)).dirichlet_fraction == 0.0
-    distinct = LLMConfig(
-        searches_per_prompt=4, search_noise=0.0, search_temperature=0.0, distinct_solutions=True
+        distill_search_settings(distill_config(searches_per_prompt=0))
+    single = distill_search_settings(distill_config(searches_per_prompt=1))
+    assert single.dirichlet_fraction == 0.0 and single.temperature == 0.0
+    repeated = distill_search_settings(distill_config(searches_per_prompt=2))
+    assert repeated.dirichlet_fraction == 0.25 and repeated.temperature == 1.0
+    distinct = distill_config(
+        noise=0.0, searches_per_prompt=4, search_temperature=0.0, distinct_solutions=True
     )
     assert distill_search_settings(distinct).temperature == 0.0  # they differ once one solves
     with pytest.raises(ValueError, match=r"search_pass_budget=1000: must be 0 \(off\), or > 0"):
-        distill_search_settings(LLMConfig(searches_per_prompt=4, search_pass_budget=1000))
+        distill_search_settings(distill_config(searches_per_prompt=4, search_pass_budget=1000))

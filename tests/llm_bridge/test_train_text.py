@@ -21,15 +21,15 @@ from mbrl.config import OptimConfig
 from mbrl.system import System
 
 TINY = [
-    "llm.layers=1",
-    "llm.width=16",
-    "llm.heads=2",
+    "model.layers=1",
+    "model.width=16",
+    "model.heads=2",
     "llm.pretrain_steps=30",
     "llm.round_steps=4",
     "llm.rounds=1",
     "llm.round_prompts=12",
     "llm.eval_prompts=12",
-    "llm.simulations=4",
+    "search.num_simulations=4",
     "llm.samples_per_prompt=4",
     "trainer.batch_size=16",
     "trainer.progress_bar=false",
@@ -86,7 +86,7 @@ def test_repeated_searches_per_prompt_run_and_identical_ones_fail_before_pretrai
         f"run_dir={tmp_path / 'identical'}",
         *TINY,
         "llm.searches_per_prompt=2",
-        "llm.search_noise=0",
+        "search.dirichlet_fraction=0",
         "llm.search_temperature=0",
     )
     with pytest.raises(ValueError, match="every search of a prompt builds the same tree"):
@@ -100,7 +100,7 @@ def test_distinct_plain_searches_per_prompt_run_a_round_and_a_pass_budget_adds_m
         f"run_dir={tmp_path / 'distinct'}",
         *TINY,
         "llm.searches_per_prompt=2",
-        "llm.search_noise=0",
+        "search.dirichlet_fraction=0",
         "llm.search_temperature=0",
         "llm.distinct_solutions=true",
         "llm.search_pass_budget=1000000000",

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_module
 
 from llm_bridge.decode_command import DecodeCommandConfig, check, read_prompts
 from mbrl.cli._command import UnknownKeyError, check_keys, check_overrides, config_groups
-from mbrl.cli._schema import register, to_train_config
+from mbrl.cli._schema import TrainCommandConfig, register, to_train_config
 from mbrl.config import TrainConfig
 from mbrl.evaluate import EvalCommandConfig, evaluate
 from mbrl.play import PlayConfig, play
@@ -58,7 +58,7 @@ def test_a_composed_config_with_an_added_key_is_refused():
     with initialize_config_module(config_module="configs", version_base="1.3"):
         cfg = compose(config_name="train", overrides=["+trainer.max_stepz=5"])
     with pytest.raises(UnknownKeyError, match="max_stepz"):
-        check_keys(cfg, TrainConfig)
+        check_keys(cfg, TrainCommandConfig)
 
 
 def test_mbrl_train_refuses_a_key_added_with_plus_in_one_line():
