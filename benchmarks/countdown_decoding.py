@@ -36,7 +36,8 @@ QUICK = {"greedy": [1], "best_of_n": [4, 16], "mcts": [16, 64], "gumbel": [16]}
 
 
 def pretrained(run_dir: str, overrides: list[str]):
-    if not (Path(run_dir) / "checkpoints" / "last.pt").exists():
+    checkpoints = Path(run_dir) / "checkpoints"
+    if not (checkpoints / "last.ckpt").exists() and not (checkpoints / "last.pt").exists():
         train_text(
             compose_train(
                 "experiment=countdown_pretrain",

@@ -61,6 +61,9 @@ class LLMConfig:
     rounds: int = 3  # distillation / SFT / GRPO rounds after pre-training
     round_steps: int = 300  # gradient steps per round
     round_prompts: int = 0  # training prompts decoded per round; 0 = all
+    # One optimizer for the whole run: keep AdamW's moments and the learning-rate schedule
+    # across rounds (true), or restart both at every round (false), as separate fits did.
+    keep_optimizer: bool = False
     keep_data: bool = True  # distill / SFT: train on pre-training data + all rounds' data so far
     samples_per_prompt: int = 8  # lm_sft_verified and lm_grpo: samples per prompt per round
     grpo_clip: float = 0.2

@@ -22,7 +22,7 @@ ACTION_SPACES = ("tokens", "steps")
 
 @dataclass
 class DecodeCommandConfig:
-    checkpoint: str = "???"  # an LM run directory (its checkpoints/last.pt) or a .pt file
+    checkpoint: str = "???"  # an LM run directory (its checkpoints/last.ckpt) or checkpoint file
     method: str = "greedy"  # greedy | sample | best_of_n | beam | mcts | gumbel
     budget: int = 1  # best_of_n: n; beam: width; mcts/gumbel: simulations per decision
     split: str = "test"  # test | train (of the checkpoint's task)

@@ -1,14 +1,15 @@
-"""Fit `mbrl.system.System` on a list of LM examples for an exact number of gradient steps."""
+"""Fit `mbrl.system.System` on a fixed list of LM examples for an exact number of gradient steps,
+on the same loop as training runs (`llm_bridge.text_loop.TextRounds` with one round of
+``examples``): for benchmarks and tests that train without the rounds around it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import lightning as L
-import torch
-from torch.utils.data import DataLoader, RandomSampler
 
-from llm_bridge.examples import SequenceExample, collate
+from llm_bridge.examples import SequenceExample
+from llm_bridge.text_loop import TextRounds
 from mbrl.quiet import quiet_third_party
 from mbrl.system import System
 
@@ -25,13 +26,19 @@ def fit(
     accelerator: str = "cpu",
 ) -> None:
     """``steps`` updates on batches drawn with replacement from ``examples`` (a seeded order)."""
-    if not examples:
+    if not examples or steps < 1:
         return
-    generator = torch.Generator().manual_seed(seed)
-    sampler = RandomSampler(
-        examples, replacement=True, num_samples=steps * batch_size, generator=generator
+    data = TextRounds(
+        lambda round_index: ([], {}),
+        dict,
+        pretraining=list(examples),
+        keep_data=False,
+        first_round=0,
+        rounds=0,
+        round_steps=lambda round_index: steps,
+        batch_size=batch_size,
+        seed=seed,
     )
-    loader = DataLoader(list(examples), batch_size=batch_size, sampler=sampler, collate_fn=collate)
     quiet_third_party()
     trainer = L.Trainer(
         max_steps=steps,
@@ -46,4 +53,4 @@ def fit(
         num_sanity_val_steps=0,
         limit_val_batches=0,
     )
-    trainer.fit(system, train_dataloaders=loader)
+    trainer.fit(system, datamodule=data)

@@ -1,23 +1,23 @@
-"""LM checkpoints: the weights plus what is needed to rebuild model, tokenizer and task.
+"""Reading an LM back: the weights plus what is needed to rebuild model, tokenizer and task.
 
-Written atomically (`mbrl.checkpoint.save_atomically`), so a run killed mid-write keeps the
-previous round's checkpoint. Everything is saved as tensors and plain values (the data pool as
-dicts), and ``load_lm`` reads with `mbrl.checkpoint.load_safely` (``weights_only=True``), so a
+`train_text` writes the core's checkpoint (``last.ckpt``: `mbrl.system.System` with the LM's
+metadata, the data module's rounds); runs made before it wrote one ``last.pt`` dict, which is
+still read. ``load_lm`` reads with `mbrl.checkpoint.load_safely` (``weights_only=True``), so a
 crafted file cannot run code; it fails loudly on a missing file or a checkpoint of another kind.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from llm_bridge.examples import SequenceExample
 from llm_bridge.models import TinyLM, TinyLMSettings
 from llm_bridge.tokenizer import CharTokenizer
-from mbrl.checkpoint import load_safely, save_atomically
+from mbrl.checkpoint import LAST, METADATA_KEY, load_safely
 
 KIND = "llm_bridge.tiny_lm"
+ROUNDS_STATE = "TextRounds"  # where Lightning keeps the rounds' state (the data module's name)
 
 
 class LoadedLM(NamedTuple):
@@ -27,33 +27,24 @@ class LoadedLM(NamedTuple):
     state: dict  # everything else that was saved (round, results, ...)
 
 
-def save_lm(path: Path, model: TinyLM, tokenizer: CharTokenizer, task: dict, **state: Any) -> None:
-    """``state`` holds plain values; a ``pool`` of `SequenceExample` is stored as dicts."""
-    if "pool" in state:
-        state["pool"] = [dataclasses.asdict(example) for example in state["pool"]]
-    save_atomically(
-        {
-            "kind": KIND,
-            "settings": dataclasses.asdict(model.settings),
-            "alphabet": tokenizer.alphabet,
-            "task": task,
-            "model": model.state_dict(),
-            **state,
-        },
-        Path(path),
-    )
-
-
 def load_lm(path: str | Path) -> LoadedLM:
+    """An LM from a run directory (its ``checkpoints/last.ckpt``), a ``.ckpt`` file of the
+    core's format (what `train_text` writes: the metadata says what to rebuild), or a ``.pt``
+    file of the format before it (one dict; still read, for runs made then)."""
     path = Path(path)
     if path.is_dir():  # a run directory: its last checkpoint
-        path = path / "checkpoints" / "last.pt"
+        checkpoints = path / "checkpoints"
+        path = checkpoints / LAST
+        if not path.is_file() and (checkpoints / "last.pt").is_file():
+            path = checkpoints / "last.pt"
     if not path.is_file():
         raise FileNotFoundError(
             f"no LM checkpoint at {path}; train one with e.g. `mbrl-train "
-            "experiment=countdown_pretrain` and pass its run directory or .pt file"
+            "experiment=countdown_pretrain` and pass its run directory or checkpoint file"
         )
     saved = load_safely(path)
+    if isinstance(saved, dict) and isinstance(saved.get(METADATA_KEY), dict):
+        return _from_core_checkpoint(saved, path)
     if not isinstance(saved, dict) or saved.get("kind") != KIND:
         raise ValueError(f"{path} is not an llm_bridge LM checkpoint (kind {KIND!r})")
     model = TinyLM(TinyLMSettings(**saved["settings"]))
@@ -64,3 +55,25 @@ def load_lm(path: str | Path) -> LoadedLM:
     if "pool" in state:
         state["pool"] = [SequenceExample(**example) for example in state["pool"]]
     return LoadedLM(model, CharTokenizer(saved["alphabet"]), saved["task"], state)
+
+
+def _from_core_checkpoint(saved: dict, path: Path) -> LoadedLM:
+    metadata = saved[METADATA_KEY]
+    if metadata.get("kind") != KIND:
+        raise ValueError(f"{path} is not an llm_bridge LM checkpoint (kind {KIND!r})")
+    model = TinyLM(TinyLMSettings(**metadata["settings"]))
+    weights = {
+        k.removeprefix("network."): v
+        for k, v in saved["state_dict"].items()
+        if k.startswith("network.")
+    }
+    model.load_state_dict(weights)
+    rounds = saved.get(ROUNDS_STATE, {})
+    history = list(rounds.get("history", []))
+    state = {
+        "round": history[-1]["round"] if history else -1,  # the last completed round
+        "history": history,
+        "decoding": metadata.get("decoding", {}),
+        "algo": metadata.get("algo"),
+    }
+    return LoadedLM(model, CharTokenizer(metadata["alphabet"]), metadata["task"], state)

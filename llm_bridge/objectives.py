@@ -85,3 +85,16 @@ class GRPOObjective:
             "mean_advantage_abs": batch["advantage"].abs().mean(),
         }
         return losses.LossOutput(loss, per_sequence.detach(), metrics)
+
+
+@dataclass(frozen=True)
+class RoundObjective:
+    """Pre-training's objective on pre-training batches (``batch["pretraining"]``, set by
+    `llm_bridge.text_loop.TextRounds`), the algorithm's on the rounds after it."""
+
+    rounds: LMObjective | GRPOObjective
+    pretraining: LMObjective = LMObjective()
+
+    def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        pretraining = bool(batch.get("pretraining", torch.tensor(False)))
+        return (self.pretraining if pretraining else self.rounds)(network, batch)

@@ -1,8 +1,9 @@
-"""``train_text(cfg)``: language-model training on a text task through mbrl's System.
+"""``train_text(cfg)``: language-model training on a text task, on the core's loop: one
+`System` and one Lightning ``Trainer`` for the whole run (`llm_bridge.text_loop`).
 
 Round 0 pre-trains on solver solutions for ``llm.pretrain_fraction`` of the training prompts
 (or loads ``llm.init_from``). Each later round builds data with the current model, by the
-algorithm's method, and fits ``llm.round_steps`` gradient steps:
+algorithm's method, and trains ``llm.round_steps`` gradient steps on it:
 
 - ``lm_distill``: batched search decoding of the training prompts (``llm.searches_per_prompt``
   searches each: batched together, or with ``llm.distinct_solutions`` one after another, each
@@ -17,35 +18,41 @@ round's data so far (a growing pool, expert iteration's replay), so a round adds
 model knows instead of replacing it; GRPO stays on-policy.
 
 After every round the model decodes the test prompts greedily; accuracy, forward passes spent on
-data and the training solve rate go to TensorBoard (run_dir/tb) and run_dir/rounds.jsonl.
-``checkpoints/last.pt`` is written atomically after each round, and re-running the same command
-resumes after the last completed round.
+data and the training solve rate go to TensorBoard (``rounds/*`` in run_dir/tb, beside the
+training scalars) and run_dir/rounds.jsonl. ``checkpoints/last.ckpt`` (the core's format:
+weights, optimizer, schedule, the data pool and the round in progress) is written atomically
+after each round and when SIGTERM or Ctrl-C stops the run; re-running the same command resumes
+from it, mid-round too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import time
+import sys
+import warnings
 from pathlib import Path
 
 import lightning as L
 import numpy as np
+from lightning.pytorch.callbacks import TQDMProgressBar
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from llm_bridge.adapter import check_overflow
 from llm_bridge.config import TextTrainConfig, validate_text
 from llm_bridge.decoding import TreeSearchSettings, decode, decode_distinct
-from llm_bridge.fitting import fit
-from llm_bridge.lm_checkpoint import load_lm, save_lm
+from llm_bridge.lm_checkpoint import KIND as LM_KIND
+from llm_bridge.lm_checkpoint import load_lm
 from llm_bridge.models import TinyLM, TinyLMSettings
-from llm_bridge.objectives import GRPOObjective, LMObjective
+from llm_bridge.objectives import GRPOObjective, LMObjective, RoundObjective
 from llm_bridge.rounds import distill_examples, grpo_examples, pretrain_examples, verified_examples
 from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.text_env import TextEnv
+from llm_bridge.text_loop import RoundEnd, TextRounds
 from llm_bridge.tokenizer import CharTokenizer
 from llm_bridge.transformer_adapter import TransformerAdapter
-from mbrl.checkpoint import remove_temporaries
+from mbrl.checkpoint import LAST, AtomicCheckpointIO, remove_temporaries, resumable
+from mbrl.graceful_stop import GracefulStop
+from mbrl.quiet import quiet_third_party
 from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.system import System
 from mbrl.threads import configure_threads
@@ -99,7 +106,8 @@ def _round_items(train: list, count: int, seed: int, round_index: int) -> list:
 
 
 def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int, network):
-    """``(examples, objective, stats)`` for one round of the configured algorithm."""
+    """``(examples, stats)`` of one round of the configured algorithm, with ``network`` as it
+    is now (GRPO records its log-probs)."""
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
     if cfg.algo.name == "lm_distill":
         n, settings = llm.searches_per_prompt, distill_search_settings(cfg)
@@ -135,15 +143,13 @@ def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int
             unsolved_targets=llm.unsolved_policy_targets,
             teacher_force_solutions=llm.teacher_force_solutions,
         )
-        objective = LMObjective()
     else:
         n = llm.samples_per_prompt
         decoded = decode(env, [item for item in items for _ in range(n)], "sample", seed=seed)
         if cfg.algo.name == "lm_sft_verified":
-            examples, objective = verified_examples(env, items, decoded, n), LMObjective()
+            examples = verified_examples(env, items, decoded, n)
         else:
             examples = grpo_examples(env, items, decoded, n, network)
-            objective = GRPOObjective(clip=llm.grpo_clip, dual_clip=llm.grpo_dual_clip)
     stats = {
         "data_passes": decoded.forward_passes,
         "train_solve_rate": decoded.accuracy,  # per search or sample
@@ -152,7 +158,7 @@ def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int
     }
     if cfg.algo.name == "lm_distill":
         stats["searches_per_prompt"] = n
-    return examples, objective, stats
+    return examples, stats
 
 
 def distill_search_settings(cfg: TextTrainConfig) -> TreeSearchSettings:
@@ -192,6 +198,8 @@ def evaluate_greedy(env: TextEnv, test: list, limit: int) -> dict:
 
 
 def train_text(cfg: TextTrainConfig) -> dict:
+    """Train; returns a summary (every round's record, the checkpoint, the signal that stopped
+    it). Nothing is written to ``cfg.run_dir`` until every part was built."""
     validate_text(cfg)
     llm = cfg.llm
     if llm.backend != "tiny":
@@ -199,17 +207,15 @@ def train_text(cfg: TextTrainConfig) -> dict:
     check_overflow(llm.overflow, "llm.overflow")
     if cfg.algo.name == "lm_distill":
         distill_search_settings(cfg)  # bad search settings fail before pre-training
-    run_dir = check_run_dir(cfg)  # nothing is written there until every part is built
+    run_dir = check_run_dir(cfg)
+    quiet_third_party()
     configure_threads(
         torch_threads=cfg.trainer.torch_threads, numba_threads=cfg.trainer.numba_threads
     )
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     split = task_from_spec(task_spec(cfg))
-    last = run_dir / "checkpoints" / "last.pt"
-    if last.parent.is_dir():
-        remove_temporaries(last.parent)
     tokenizer = CharTokenizer()
-    model, history, start, pool = _initial_model(cfg, tokenizer, split, last, run_dir)
+    model, first_round = _initial_model(cfg, tokenizer)
     env = build_env(
         model,
         tokenizer,
@@ -218,74 +224,99 @@ def train_text(cfg: TextTrainConfig) -> dict:
         max_new_tokens=llm.max_new_tokens,
         overflow=llm.overflow,
     )
-    rounds = 0 if cfg.algo.name == "lm_pretrain" else llm.rounds
     pretraining = pretrain_examples(
         env,
         _pretrain_items(split.train, llm.pretrain_fraction, cfg.seed),
         llm.solutions_per_prompt,
     )
+
+    def collect(round_index: int) -> tuple[list, dict]:
+        items = _round_items(split.round_prompts(), llm.round_prompts, cfg.seed, round_index)
+        return round_data(cfg, env, items, round_index, model)
+
+    data = TextRounds(
+        collect,
+        lambda: evaluate_greedy(env, split.test, llm.eval_prompts),
+        pretraining=pretraining,
+        first_round=first_round,
+        rounds=0 if cfg.algo.name == "lm_pretrain" else llm.rounds,
+        round_steps=lambda r: llm.pretrain_steps if r == 0 else llm.round_steps,
+        keep_data=llm.keep_data and cfg.algo.name != "lm_grpo",  # GRPO stays on-policy
+        batch_size=cfg.trainer.batch_size,
+        seed=cfg.seed * 1000,  # round r draws its batches with seed * 1000 + r
+        keep_optimizer=llm.keep_optimizer,
+    )
+    metadata = {
+        "kind": LM_KIND,
+        "settings": dataclasses.asdict(model.settings),
+        "alphabet": tokenizer.alphabet,
+        "task": task_spec(cfg),
+        "decoding": {"candidates": llm.candidates, "max_new_tokens": llm.max_new_tokens},
+        "algo": cfg.algo.name,
+        "config": dataclasses.asdict(cfg),
+    }
+    system = System(model, RoundObjective(_objective(cfg)), cfg.optim, metadata=metadata)
+    last = run_dir / "checkpoints" / LAST
+    resume = _resume_point(cfg, last.parent)
     claim_run_dir(cfg)
-    for round_index in range(start, rounds + 1):
-        began = time.time()
-        if round_index == 0:
-            examples, objective = pretraining, LMObjective()
-            stats, steps = {"examples": len(examples)}, llm.pretrain_steps
-        else:
-            items = _round_items(split.round_prompts(), llm.round_prompts, cfg.seed, round_index)
-            examples, objective, stats = round_data(cfg, env, items, round_index, model)
-            steps = llm.round_steps
-            if llm.keep_data and cfg.algo.name != "lm_grpo":  # GRPO stays on-policy
-                pool.extend(examples)
-                examples = pretraining + pool
-        system = System(model, objective, cfg.optim, metadata={"task": task_spec(cfg)})
-        logger = (
-            TensorBoardLogger(run_dir, name="tb", version=f"round{round_index}")
-            if cfg.logger.tensorboard
-            else False
-        )
-        fit(
-            system,
-            examples,
-            steps=steps,
-            batch_size=cfg.trainer.batch_size,
-            seed=cfg.seed * 1000 + round_index,
-            logger=logger,
-            progress_bar=cfg.trainer.progress_bar,
-            accelerator=cfg.trainer.accelerator,
-        )
-        record = {
-            "round": round_index,
-            **stats,
-            **evaluate_greedy(env, split.test, llm.eval_prompts),
-            "seconds": round(time.time() - began, 1),
-        }
-        history.append(record)
-        _log_round(run_dir, record, cfg.logger.tensorboard)
-        save_lm(
-            last,
-            model,
-            tokenizer,
-            task_spec(cfg),
-            pool=pool,
-            decoding={"candidates": llm.candidates, "max_new_tokens": llm.max_new_tokens},
-            round=round_index,
-            history=history,
-            algo=cfg.algo.name,
-        )
-    return {"run_dir": str(run_dir), "rounds": history, "checkpoint": str(last)}
+    stop = GracefulStop()
+    callbacks = [RoundEnd(data, run_dir, tensorboard=cfg.logger.tensorboard, last=last), stop]
+    if cfg.trainer.progress_bar:
+        callbacks.append(TQDMProgressBar(refresh_rate=max(1, cfg.trainer.log_every)))
+    logger = TensorBoardLogger(run_dir, name="tb", version="") if cfg.logger.tensorboard else False
+    trainer = L.Trainer(
+        max_steps=max(1, data.total_steps),
+        accelerator=cfg.trainer.accelerator,
+        devices=1,
+        logger=logger,
+        callbacks=callbacks,
+        plugins=[AtomicCheckpointIO()],
+        enable_checkpointing=False,  # last.ckpt after every round (RoundEnd) and on a stop
+        gradient_clip_val=cfg.optim.grad_clip or None,
+        log_every_n_steps=max(1, cfg.trainer.log_every),
+        enable_progress_bar=cfg.trainer.progress_bar,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+    )
+    if data.total_steps > 0:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that")
+            trainer.fit(system, datamodule=data, ckpt_path=resume, weights_only=True)
+        if stop.received is not None:  # mid-round: everything, to resume from this step
+            trainer.save_checkpoint(last, weights_only=False)
+    return {
+        "run_dir": str(run_dir),
+        "rounds": data.history,
+        "checkpoint": str(last),
+        "resumed_from": None if resume is None else str(resume),
+        "interrupted": stop.signal_name,
+    }
 
 
-def _initial_model(
-    cfg: TextTrainConfig, tokenizer: CharTokenizer, split, last: Path, run_dir: Path
-):
-    """``(model, history, first round to run, data pool)``: resumed, loaded from init_from,
-    or fresh."""
+def _objective(cfg: TextTrainConfig):
+    """The algorithm's objective for the rounds after pre-training."""
+    if cfg.algo.name == "lm_grpo":
+        return GRPOObjective(clip=cfg.llm.grpo_clip, dual_clip=cfg.llm.grpo_dual_clip)
+    return LMObjective()
+
+
+def _resume_point(cfg: TextTrainConfig, checkpoints: Path) -> Path | None:
+    """``last.ckpt`` when the run is resumed (temporaries of a killed write removed first)."""
+    for leftover in remove_temporaries(checkpoints) if checkpoints.is_dir() else []:
+        print(f"removed {leftover}, left by an interrupted checkpoint write", file=sys.stderr)
+    path, problems = resumable(checkpoints) if cfg.resume else (None, [])
+    for problem in problems:
+        print(f"{problem}; not resuming from it", file=sys.stderr)
+    if path is not None:
+        print(f"resuming {cfg.run_dir} from {path}", file=sys.stderr)
+    return path
+
+
+def _initial_model(cfg: TextTrainConfig, tokenizer: CharTokenizer) -> tuple[TinyLM, int]:
+    """``(model, first round)``: loaded from ``llm.init_from`` (round 1 comes next), or fresh
+    (round 0 pre-trains it). A resumed run loads its weights from its checkpoint."""
     llm = cfg.llm
-    if cfg.resume and not cfg.overwrite and last.exists():
-        loaded = load_lm(last)
-        print(f"resuming {run_dir} after round {loaded.state['round']}")
-        state = loaded.state
-        return loaded.model, list(state["history"]), state["round"] + 1, list(state["pool"])
     if llm.init_from:
         loaded = load_lm(llm.init_from)
         if not same_test_task(loaded.task, task_spec(cfg)):
@@ -293,7 +324,7 @@ def _initial_model(
                 f"llm.init_from={llm.init_from} was trained on task {loaded.task}, not "
                 f"{task_spec(cfg)}"
             )
-        return loaded.model, [], 1, []
+        return loaded.model, 1
     settings = TinyLMSettings(
         tokenizer.vocab_size,
         context=cfg.model.context,
@@ -301,17 +332,4 @@ def _initial_model(
         heads=cfg.model.heads,
         width=cfg.model.width,
     )
-    return TinyLM(settings), [], 0, []
-
-
-def _log_round(run_dir: Path, record: dict, tensorboard: bool) -> None:
-    print(json.dumps(record))
-    with open(run_dir / "rounds.jsonl", "a") as file:
-        file.write(json.dumps(record) + "\n")
-    if tensorboard:
-        from torch.utils.tensorboard import SummaryWriter
-
-        with SummaryWriter(run_dir / "tb" / "rounds") as writer:
-            for key, value in record.items():
-                if key != "round" and isinstance(value, int | float):
-                    writer.add_scalar(f"rounds/{key}", value, record["round"])
+    return TinyLM(settings), 0

@@ -15,6 +15,8 @@ import warnings
 KNOWN_WARNINGS = (
     r".*isinstance\(treespec, LeafSpec\).*",  # torch 2.13 deprecates what Lightning 2.6 calls
     r"The number of training batches .* is smaller than the logging interval",
+    # The batch stream reports a length only to stop Lightning's prefetch (BatchStream).
+    r"Your `IterableDataset` has `__len__` defined",
 )
 DROPPED_LOG_LINES = ("💡 Tip:", "TPU available: False", "HPU available: False")
 

@@ -95,6 +95,23 @@ class System(L.LightningModule):
             f"checkpoint: {last}. Lower optim.lr (or optim.grad_clip) and train from it."
         )
 
+    def restart_optimizer(self) -> None:
+        """The optimizer's state and the schedule from their start, as a new fit would begin
+        (the LM rounds' default between rounds: `llm_bridge.text_loop`)."""
+        for optimizer in self.trainer.optimizers:
+            optimizer.state.clear()
+        for config in self.trainer.lr_scheduler_configs:
+            scheduler = config.scheduler
+            scheduler.last_epoch = 0
+            groups = zip(
+                scheduler.optimizer.param_groups,
+                scheduler.base_lrs,
+                scheduler.lr_lambdas,
+                strict=True,
+            )
+            for group, base, factor in groups:
+                group["lr"] = base * factor(0)
+
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint[METADATA_KEY] = self.metadata
 

@@ -33,12 +33,12 @@ from mbrl.selfplay.game_model import GameModel
 from search import SearchSettings
 
 
-class _BatchStream(IterableDataset):
+class BatchStream(IterableDataset):
     """Endless batches. It reports a length so that Lightning does not fetch a batch ahead:
     a prefetched batch would be sampled (and its moves played) before the checkpoint of the
     previous step, and lost on resume."""
 
-    def __init__(self, source: SelfPlayDataModule, length: int):
+    def __init__(self, source, length: int):  # source.next_batch() -> the next batch
         self.source = source
         self.length = length
 
@@ -46,8 +46,8 @@ class _BatchStream(IterableDataset):
         return self.length
 
     def __iter__(self):
-        while True:
-            yield self.source.next_batch()
+        while (batch := self.source.next_batch()) is not None:  # None: the source is done
+            yield batch
 
 
 class EmbeddedLoop(L.LightningDataModule):
@@ -112,7 +112,7 @@ class EmbeddedLoop(L.LightningDataModule):
     def train_dataloader(self):
         trainer = getattr(self, "trainer", None)
         length = trainer.max_steps if trainer is not None and trainer.max_steps > 0 else 2**62
-        return DataLoader(_BatchStream(self, length), batch_size=None, num_workers=0)
+        return DataLoader(BatchStream(self, length), batch_size=None, num_workers=0)
 
     def moves_needed(self, gradient_steps: int) -> int:
         return self.loop.warmup_moves + math.ceil(gradient_steps / self.loop.replay_ratio)

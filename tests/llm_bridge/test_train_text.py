@@ -2,6 +2,11 @@
 mbrl-decode on the checkpoint. Tiny sizes: seconds each."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
@@ -16,6 +21,7 @@ from llm_bridge.lm_checkpoint import load_lm
 from llm_bridge.objectives import GRPOObjective, LMObjective
 from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.train_text import round_data, task_spec, train_text
+from mbrl.checkpoint import load_checkpoint
 from mbrl.cli._schema import register, to_train_config
 from mbrl.config import OptimConfig
 from mbrl.system import System
@@ -216,3 +222,58 @@ def test_grpo_dual_clip_bounds_a_negative_advantage_whose_ratio_ran_away(tiny_mo
         GRPOObjective(dual_clip=3.0)(tiny_model, positive).loss
         == GRPOObjective()(tiny_model, positive).loss
     )
+
+
+def _same_weights(a, b) -> bool:
+    first, second = load_lm(a).model.state_dict(), load_lm(b).model.state_dict()
+    return all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_a_run_stopped_mid_round_resumes_to_the_weights_of_an_unbroken_run(tmp_path):
+    """SIGTERM during round 1 writes last.ckpt with the round in progress (its data, how far
+    its batches went, the optimizer); re-running the command ends where an unbroken run does."""
+    overrides = [*TINY, "llm.round_steps=400", "trainer.torch_threads=1"]
+
+    def command(run_dir):
+        experiment = "experiment=countdown_sft_verified"
+        return [
+            sys.executable,
+            "-m",
+            "mbrl.cli.train",
+            experiment,
+            f"run_dir={run_dir}",
+            *overrides,
+        ]
+
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    unbroken = subprocess.run(command(tmp_path / "a"), capture_output=True, text=True, env=env)
+    assert unbroken.returncode == 0, unbroken.stderr[-2000:]
+    process = subprocess.Popen(
+        command(tmp_path / "b"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    rounds = tmp_path / "b" / "rounds.jsonl"
+    deadline = time.monotonic() + 120
+    while not rounds.exists():  # round 0 is done: round 1 runs now
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+        time.sleep(0.02)
+    time.sleep(0.5)  # past round 0's checkpoint: into round 1's data or its steps
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    stopped = load_checkpoint(tmp_path / "b")["TextRounds"]
+    assert stopped["round"] == 1 and not stopped["round_finished"] and stopped["draws"] < 400
+    resumed = subprocess.run(command(tmp_path / "b"), capture_output=True, text=True, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert _same_weights(tmp_path / "a", tmp_path / "b")
+
+
+def test_keeping_the_optimizer_across_rounds_changes_the_weights(tmp_path):
+    restart = composed("experiment=countdown_sft_verified", f"run_dir={tmp_path / 'a'}", *TINY)
+    kept = composed(
+        "experiment=countdown_sft_verified",
+        f"run_dir={tmp_path / 'b'}",
+        *TINY,
+        "llm.keep_optimizer=true",
+    )
+    train_text(restart), train_text(kept)
+    assert not _same_weights(tmp_path / "a", tmp_path / "b")
