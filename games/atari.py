@@ -73,6 +73,7 @@ import cv2
 import gymnasium
 import numpy as np
 
+from games.atari_protocol import AtariProtocol
 from games.timestep import TimeStep, batch_actions, reset_indices
 
 gymnasium.register_envs(ale_py)
@@ -112,36 +113,17 @@ def clip_reward(reward: np.ndarray) -> np.ndarray:
     return np.sign(reward).astype(np.float32)
 
 
-@dataclass(frozen=True)
-class AtariSettings:
-    """EfficientZero's Atari-100k protocol; see the module docstring for what each field does."""
+@dataclass
+class AtariSettings(AtariProtocol):
+    """The protocol (`AtariProtocol`, the ``game.atari`` group) for one game, in training or
+    evaluation mode; see the module docstring for what each field does."""
 
     game: str = "pong"
-    frame_skip: int = 4
-    repeat_action_probability: float = 0.0
-    noop_max: int = 30
-    resolution: int = 96
-    grayscale: bool = False
-    frame_stack: int = 4
-    terminal_on_life_loss: bool = True  # in training only
-    clip_rewards: bool = True  # in training only
-    max_episode_frames: int = 108_000
-    full_action_space: bool = False
     training: bool = True
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         resolve_game(self.game)
-        checks = {
-            "frame_skip": self.frame_skip >= 1,
-            "repeat_action_probability": 0.0 <= self.repeat_action_probability <= 1.0,
-            "noop_max": self.noop_max >= 0,
-            "resolution": self.resolution >= 1,
-            "frame_stack": self.frame_stack >= 1,
-            "max_episode_frames": self.max_episode_frames >= 1,
-        }
-        for field, ok in checks.items():
-            if not ok:
-                raise ValueError(f"invalid AtariSettings.{field}: {getattr(self, field)!r}")
 
     def train(self) -> AtariSettings:
         """These settings in training mode (life loss terminal, clipped rewards, if enabled)."""

@@ -14,25 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from games.atari_protocol import AtariProtocol
 from search.settings import SearchSettings
 
 LATENT_ALGORITHMS = ("muzero", "gumbel_muzero", "efficientzero")  # plan in a learned model
-
-
-@dataclass
-class AtariGameConfig:
-    """EfficientZero's Atari-100k protocol (see ``games.atari.AtariSettings``)."""
-
-    frame_skip: int = 4
-    repeat_action_probability: float = 0.0  # sticky actions; 0.25 in the sticky preset
-    noop_max: int = 30
-    resolution: int = 96
-    grayscale: bool = False
-    frame_stack: int = 4
-    terminal_on_life_loss: bool = True  # training only
-    clip_rewards: bool = True  # training only
-    max_episode_frames: int = 108_000
-    full_action_space: bool = False
 
 
 @dataclass
@@ -43,7 +28,7 @@ class GameConfig:
     name: str = "tic_tac_toe"
     params: dict[str, Any] = field(default_factory=dict)  # OpenSpiel game parameters
     max_moves: int = 0  # games longer than this end as draws; 0 = the game's own limit
-    atari: AtariGameConfig = field(default_factory=AtariGameConfig)
+    atari: AtariProtocol = field(default_factory=AtariProtocol)  # Atari only
 
 
 @dataclass

@@ -15,9 +15,10 @@ from types import SimpleNamespace
 import torch
 
 from games import BoardGame
+from games.atari_protocol import AtariProtocol
 from mbrl.agent import SearchAgent
 from mbrl.checkpoint import METADATA_KEY, check_compatible, load_checkpoint
-from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, AtariGameConfig, GameConfig, ModelConfig
+from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, GameConfig, ModelConfig
 from mbrl.environments import Environment, build_latent_network, make_environment
 from mbrl.networks import AlphaZeroNet
 from mbrl.selfplay.game_model import GameModel
@@ -69,7 +70,7 @@ class LoadedAgent:
 
 def game_config(metadata: dict) -> GameConfig:
     saved = dict(metadata["config"]["game"])
-    saved["atari"] = AtariGameConfig(**saved.get("atari", {}))
+    saved["atari"] = AtariProtocol(**saved.get("atari", {}))
     return GameConfig(**saved)
 
 
