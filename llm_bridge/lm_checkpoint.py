@@ -14,7 +14,7 @@ from typing import NamedTuple
 from llm_bridge.examples import SequenceExample
 from llm_bridge.models import TinyLM, TinyLMSettings
 from llm_bridge.tokenizer import CharTokenizer
-from mbrl.checkpoint import LAST, METADATA_KEY, load_safely
+from mbrl.checkpoint import LAST, METADATA_KEY, load_safely, network_weights
 
 KIND = "llm_bridge.tiny_lm"
 ROUNDS_STATE = "TextRounds"  # where Lightning keeps the rounds' state (the data module's name)
@@ -62,12 +62,7 @@ def _from_core_checkpoint(saved: dict, path: Path) -> LoadedLM:
     if metadata.get("kind") != KIND:
         raise ValueError(f"{path} is not an llm_bridge LM checkpoint (kind {KIND!r})")
     model = TinyLM(TinyLMSettings(**metadata["settings"]))
-    weights = {
-        k.removeprefix("network."): v
-        for k, v in saved["state_dict"].items()
-        if k.startswith("network.")
-    }
-    model.load_state_dict(weights)
+    model.load_state_dict(network_weights(saved))
     rounds = saved.get(ROUNDS_STATE, {})
     history = list(rounds.get("history", []))
     state = {

@@ -50,7 +50,7 @@ from llm_bridge.text_env import TextEnv
 from llm_bridge.text_loop import RoundEnd, TextRounds
 from llm_bridge.tokenizer import CharTokenizer
 from llm_bridge.transformer_adapter import TransformerAdapter
-from mbrl.checkpoint import LAST, AtomicCheckpointIO, remove_temporaries, resumable
+from mbrl.checkpoint import LAST, AtomicCheckpointIO, resume_point
 from mbrl.graceful_stop import GracefulStop
 from mbrl.quiet import quiet_third_party
 from mbrl.run_dir import check_run_dir, claim_run_dir
@@ -303,11 +303,7 @@ def _objective(cfg: TextTrainConfig):
 
 def _resume_point(cfg: TextTrainConfig, checkpoints: Path) -> Path | None:
     """``last.ckpt`` when the run is resumed (temporaries of a killed write removed first)."""
-    for leftover in remove_temporaries(checkpoints) if checkpoints.is_dir() else []:
-        print(f"removed {leftover}, left by an interrupted checkpoint write", file=sys.stderr)
-    path, problems = resumable(checkpoints) if cfg.resume else (None, [])
-    for problem in problems:
-        print(f"{problem}; not resuming from it", file=sys.stderr)
+    path = resume_point(checkpoints, resume=cfg.resume, say=_say)
     if path is not None:
         print(f"resuming {cfg.run_dir} from {path}", file=sys.stderr)
     return path
@@ -333,3 +329,7 @@ def _initial_model(cfg: TextTrainConfig, tokenizer: CharTokenizer) -> tuple[Tiny
         width=cfg.model.width,
     )
     return TinyLM(settings), 0
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

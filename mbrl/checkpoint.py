@@ -165,3 +165,29 @@ def _describe(spec: dict) -> str:
         f"{spec['name']} {spec.get('params', {})} (obs {list(spec['obs_shape'])}, "
         f"{spec['num_actions']} actions)"
     )
+
+
+def resume_point(checkpoints: Path, *, resume: bool, say, fallback: str = "") -> Path | None:
+    """The checkpoint a re-run continues from: ``last.ckpt``, or where it is unreadable
+    (truncated, corrupt) the newest step checkpoint that loads, saying which (``fallback``
+    says what that means for the run). Temporary files of a killed write are removed first;
+    ``resume=False`` resumes from nothing."""
+    for leftover in remove_temporaries(checkpoints) if checkpoints.is_dir() else []:
+        say(f"removed {leftover}, left by an interrupted checkpoint write")
+    if not resume:
+        return None
+    path, problems = resumable(checkpoints)
+    for problem in problems:
+        say(f"{problem}; not resuming from it")
+    if path is not None and path.name != LAST:
+        say(f"resuming from {path}, the newest checkpoint that loads{fallback}")
+    return path
+
+
+def network_weights(checkpoint: dict) -> dict:
+    """The ``System``'s network weights from a Lightning checkpoint, without the prefix."""
+    return {
+        key.removeprefix("network."): value
+        for key, value in checkpoint["state_dict"].items()
+        if key.startswith("network.")
+    }

@@ -17,7 +17,7 @@ import torch
 from games import BoardGame
 from games.atari_protocol import AtariProtocol
 from mbrl.agent import SearchAgent
-from mbrl.checkpoint import METADATA_KEY, check_compatible, load_checkpoint
+from mbrl.checkpoint import METADATA_KEY, check_compatible, load_checkpoint, network_weights
 from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, GameConfig, ModelConfig
 from mbrl.environments import Environment, build_latent_network, make_environment
 from mbrl.networks import AlphaZeroNet
@@ -100,11 +100,7 @@ def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
             blocks=model.blocks,
             value_hidden=model.value_hidden,
         )
-    weights = {
-        k.removeprefix("network."): v
-        for k, v in checkpoint["state_dict"].items()
-        if k.startswith("network.")
-    }
+    weights = network_weights(checkpoint)
     try:
         network.load_state_dict(weights)
     except RuntimeError as error:

@@ -21,7 +21,8 @@ from games import BoardGame
 from games.symmetry import GAME_SYMMETRIES, BoardSymmetries, board_symmetries
 from mbrl.agent import SearchAgent
 from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback, SelfPlayMonitor
-from mbrl.checkpoint import LAST, AtomicCheckpointIO, remove_temporaries, resumable
+from mbrl.checkpoint import LAST, AtomicCheckpointIO
+from mbrl.checkpoint import resume_point as find_resume_point
 from mbrl.config import LATENT_ALGORITHMS, TrainConfig
 from mbrl.environments import build_latent_network, make_environment
 from mbrl.graceful_stop import GracefulStop
@@ -198,19 +199,11 @@ def resume_point(cfg: TrainConfig, checkpoints: Path, say=print) -> Path | None:
     """The checkpoint a re-run continues from: ``last.ckpt``, or where it is unreadable
     (truncated, corrupt) the newest step checkpoint that loads, saying which. Temporary files
     of a killed write are removed first."""
-    for leftover in remove_temporaries(checkpoints) if checkpoints.is_dir() else []:
-        say(f"removed {leftover}, left by an interrupted checkpoint write")
-    if not cfg.resume:
-        return None
-    path, problems = resumable(checkpoints)
-    for problem in problems:
-        say(f"{problem}; not resuming from it")
-    if path is not None and path.name != LAST:
-        say(
-            f"resuming from {path}, the newest checkpoint that loads (it holds no replay buffer: "
-            f"self-play refills {cfg.trainer.warmup_moves} moves before training goes on)"
-        )
-    return path
+    refill = (
+        f" (it holds no replay buffer: self-play refills {cfg.trainer.warmup_moves} moves "
+        "before training goes on)"
+    )
+    return find_resume_point(checkpoints, resume=cfg.resume, say=say, fallback=refill)
 
 
 def _checkpoint_callback(run_dir: Path, every: int) -> ModelCheckpoint:
