@@ -79,6 +79,12 @@ def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
     checkpoint trained for another game or other observation and action shapes."""
     checkpoint = load_checkpoint(path)
     metadata = checkpoint[METADATA_KEY]
+    if "game" not in metadata:  # a language model's run writes the same format
+        kind = metadata.get("kind", "another kind")
+        raise ValueError(
+            f"checkpoint {path} holds no game agent ({kind}); a language model is decoded "
+            "with mbrl-decode"
+        )
     spec = metadata["game"]
     config = metadata["config"]
     board = config["game"].get("kind", "openspiel") == "openspiel"

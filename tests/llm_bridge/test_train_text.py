@@ -150,6 +150,14 @@ def test_init_from_accepts_extra_training_prompts_but_not_another_split(tmp_path
         train_text(other)
 
 
+def test_a_language_model_checkpoint_is_refused_by_the_game_evaluation(tmp_path):
+    from mbrl.loading import load_agent
+
+    train_text(composed("experiment=countdown_pretrain", f"run_dir={tmp_path}", *TINY))
+    with pytest.raises(ValueError, match=r"holds no game agent .*mbrl-decode"):
+        load_agent(tmp_path)
+
+
 def test_decode_names_an_unknown_method_and_a_missing_checkpoint(tmp_path):
     with pytest.raises(ValueError, match=r"method must be one of .*best_of_n.*'nucleus'"):
         run_decode(DecodeCommandConfig(checkpoint=str(tmp_path), method="nucleus"))
