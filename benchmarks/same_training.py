@@ -30,6 +30,12 @@ RUNS = {
         *("eval.every=0", "eval.exhaustive=false", "eval.stop_when_perfect=false"),
         *("eval.opponents=[random]", "eval.games=4", "eval.elo_pool=0"),
     ],
+    "connect_four": [  # Gumbel AlphaZero, openings, symmetry, search-value mixing, cosine
+        *("experiment=connect_four", "trainer.max_steps=30", "trainer.max_train_minutes=0"),
+        *("trainer.warmup_moves=600", "trainer.num_games=32", "trainer.batch_size=64"),
+        *("eval.every=0", "eval.opponents=[random]", "eval.games=4", "eval.elo_pool=0"),
+        "search.eval_simulations=8",
+    ],
     "cartpole_ez": [
         *("experiment=cartpole", "algo=efficientzero", "trainer.max_steps=30"),
         *("trainer.warmup_moves=200", "eval.every=0", "eval.games=2"),

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from games import BoardGame
+from games import BoardGame, BoardGameEnv
 from mbrl.networks import AlphaZeroNet
 from mbrl.selfplay.actor import SelfPlayActor
 from mbrl.selfplay.game_model import GameModel
@@ -26,28 +26,15 @@ SIZES = {"tic_tac_toe": (32, 2), "connect_four": (32, 4), "othello": (64, 4), "g
 
 
 class TimedModel(GameModel):
-    """GameModel that accounts its network and rules time separately."""
+    """GameModel that also times its search calls (the rules and the network)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.network_seconds = 0.0
         self.model_seconds = 0.0  # root + recurrent calls: rules and network
 
-    def evaluate(self, obs):
+    def search_root(self, states, obs):
         start = time.perf_counter()
-        result = super().evaluate(obs)
-        self.network_seconds += time.perf_counter() - start
-        return result
-
-    def root_inputs(self, states):
-        start = time.perf_counter()
-        result = super().root_inputs(states)
-        self.model_seconds += time.perf_counter() - start
-        return result
-
-    def root(self, states, inputs=None):
-        start = time.perf_counter()
-        result = super().root(states, inputs)
+        result = super().search_root(states, obs)
         self.model_seconds += time.perf_counter() - start
         return result
 
@@ -65,20 +52,23 @@ def measure(name: str, policy: str, sims: int, batch: int, steps: int) -> dict:
     network = AlphaZeroNet(game.obs_shape, game.num_actions, channels=channels, blocks=blocks)
     model = TimedModel(game, network.eval())
     actor = SelfPlayActor(
-        game,
+        BoardGameEnv(game, batch),
         model,
         SearchSettings(policy=policy, num_simulations=sims),
-        num_games=batch,
-        temperature_moves=8,
         seed=0,
+        two_player=True,
+        temperature_moves=8,
+        bootstrap_truncation=False,
     )
     actor.step()  # compile and warm up
-    model.network_seconds = model.model_seconds = actor.search_seconds = 0.0
+    model.network_seconds = model.model_seconds = 0.0
+    actor.search_seconds = actor.env_seconds = 0.0
     start = time.perf_counter()
     for _ in range(steps):
         actor.step()
     wall = time.perf_counter() - start
-    rules = model.model_seconds - model.network_seconds
+    # The rules: inside the search's model calls, and the env's moves, observations and masks.
+    rules = model.model_seconds - model.network_seconds + actor.env_seconds
     search = actor.search_seconds - model.model_seconds
     return {
         "game": name,

@@ -213,6 +213,44 @@ class BoardGameEnv:
             self._truncated[b] = not transition.terminal and self.moves[b] >= self.game.max_moves
         return self.timestep()
 
+    def play_opening(self, index: int, rng: np.random.Generator, most: int) -> int:
+        """Play 0..``most`` (uniform) random legal moves in game ``index``, stopping short of
+        any move that would end it; returns how many were played. Self-play's random openings:
+        moves nobody searched, so they are not steps of the game's record."""
+        played = 0
+        for _ in range(rng.integers(0, most + 1)):
+            state = self.states[index]
+            action = int(rng.choice(np.flatnonzero(self.game.legal_mask(state))))
+            transition = self.game.apply(state, action)
+            if transition.terminal:
+                break
+            self.states[index] = transition.state
+            self.moves[index] += 1
+            played += 1
+        return played
+
+    def state_dict(self) -> dict:
+        """The games in progress, as their move lists (OpenSpiel states do not pickle)."""
+        return {"histories": [s.history() for s in self.states]}
+
+    def load_state_dict(self, state: dict) -> None:
+        histories = state["histories"]
+        if len(histories) != self.batch_size:
+            raise ValueError(
+                f"checkpoint holds {len(histories)} games in progress; this run plays "
+                f"{self.batch_size} at once (trainer.num_games)"
+            )
+        for b, history in enumerate(histories):
+            game_state = self.game.new_state()
+            for action in history:
+                game_state.apply_action(int(action))
+            self.states[b] = game_state
+            self.moves[b] = len(history)
+            self._reward[b] = 0.0
+            self._truncated[b] = (
+                not game_state.is_terminal() and len(history) >= self.game.max_moves
+            )
+
     def timestep(self) -> TimeStep:
         states = self.states
         terminated = np.array([s.is_terminal() for s in states], np.bool_)

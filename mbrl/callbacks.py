@@ -15,12 +15,10 @@ from rich.table import Table
 
 from games import BoardGame
 from games.opponents import make_opponent
-from mbrl.agent import SearchAgent
 from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
 from mbrl.evaluation.episodes import run_episodes
 from mbrl.evaluation.exhaustive import SEAT_LABELS, SeatResult, play_exhaustively
 from mbrl.graceful_stop import EvaluationAborted, GracefulStop
-from mbrl.selfplay.game_model import GameModel
 from search import SearchSettings
 
 # Elo matches are between deterministic searchers: without varied openings every game with the
@@ -143,7 +141,7 @@ class EvaluationCallback(PeriodicEvaluation):
         exhaustive: bool = False,
         run_dir: Path,
         seed: int,
-        make_agent=None,
+        make_agent,
     ):
         for name, value, low in [
             ("every", every, 0),
@@ -155,17 +153,9 @@ class EvaluationCallback(PeriodicEvaluation):
             if value < low:
                 raise ValueError(f"eval.{name} must be >= {low}, got {value}")
         self.game, self.settings = game, settings
-        # (network, simulations, name) -> a player; AlphaZero's search over the true game by
-        # default, a learned-model search for MuZero.
-        self.make_agent = make_agent or (
-            lambda network, simulations, name: SearchAgent(
-                GameModel(game, network.eval()),
-                settings,
-                game=game,
-                num_simulations=simulations,
-                name=name,
-            )
-        )
+        # (network, simulations, name) -> a player: a search over the true game (AlphaZero)
+        # or over the learned model (MuZero).
+        self.make_agent = make_agent
         self.every, self.games, self.simulations = every, games, simulations
         self.opponents = [make_opponent(spec, game.game) for spec in opponents]
         self.elo_pool, self.elo_games = elo_pool, elo_games

@@ -115,6 +115,12 @@ class System(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint[METADATA_KEY] = self.metadata
 
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        # Runs before Lightning restores the data module, which it finds under its class name:
+        # learned-model runs saved before one self-play stack used another.
+        if "LatentSelfPlayDataModule" in checkpoint:
+            checkpoint["SelfPlayDataModule"] = checkpoint.pop("LatentSelfPlayDataModule")
+
     def configure_optimizers(self):
         params = self.network.parameters()
         settings = self.optim

@@ -29,12 +29,10 @@ from mbrl.graceful_stop import GracefulStop
 from mbrl.networks import AlphaZeroNet
 from mbrl.objectives import AlphaZeroObjective, MuZeroObjective
 from mbrl.quiet import quiet_third_party
-from mbrl.replay import ReplayBuffer
 from mbrl.replay.episodes import EpisodeReplay
-from mbrl.replay.targets import alphazero_fields
 from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.selfplay.embedded import SelfPlayDataModule
-from mbrl.selfplay.latent_loop import LatentSelfPlayDataModule
+from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.latent_model import LatentModel
 from mbrl.system import System
 from mbrl.threads import configure_threads
@@ -64,38 +62,97 @@ def symmetries(cfg: TrainConfig, game: BoardGame | None) -> BoardSymmetries | No
     return found
 
 
-def build_alphazero(cfg: TrainConfig, run_dir: Path):
-    """``(system, data module, evaluation callback)`` for AlphaZero and Gumbel AlphaZero."""
-    game = BoardGame(cfg.game.name, cfg.game.params, max_moves=cfg.game.max_moves)
-    network = build_network(game, cfg.model)
-    settings = cfg.search
+def build(cfg: TrainConfig, run_dir: Path):
+    """``(system, data module, evaluation callback)`` for every game algorithm. AlphaZero and
+    Gumbel AlphaZero search the true game and learn the K = 0 unroll with the game's outcome
+    as value target (n covers the whole game, discount 1: a game cut off by the move limit is a
+    draw); the learned-model algorithms search their network's model and learn K-step unrolls."""
+    environment = make_environment(cfg.game, cfg.trainer.num_games, seed=cfg.seed)
+    algo, game = cfg.algo, environment.game
+    if algo.name in LATENT_ALGORITHMS:
+        network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
+        objective, targets = MuZeroObjective(algo), algo
+
+        def make_model(net):
+            return LatentModel(
+                net,
+                discount=algo.discount,
+                two_player=environment.two_player,
+                value_prefix_horizon=algo.value_prefix_horizon,
+            )
+
+    else:
+        network = build_network(game, cfg.model)
+        objective = AlphaZeroObjective()
+        targets = dataclasses.replace(
+            algo, unroll_steps=0, td_steps=game.max_moves, discount=1.0, dynamic_td_every=0
+        )
+
+        def make_model(net):
+            return GameModel(game, net)
+
     metadata = {
-        "game": game.spec,
+        "game": environment.spec,
         "model": dataclasses.asdict(cfg.model),
-        "search": dataclasses.asdict(settings),
-        "algo": cfg.algo.name,
+        "search": dataclasses.asdict(cfg.search),
+        "algo": algo.name,
         "config": dataclasses.asdict(cfg),
     }
-    system = System(network, AlphaZeroObjective(), cfg.optim, metadata=metadata)
-    replay = ReplayBuffer(
+    system = System(network, objective, cfg.optim, metadata=metadata)
+    replay = EpisodeReplay(
         cfg.replay.capacity,
-        alphazero_fields(game.obs_shape, game.num_actions),
+        environment.obs_shape,
+        environment.obs_dtype,
+        environment.num_actions,
+        targets,
+        frame_stack=environment.frame_stack,
         prioritized=cfg.replay.prioritized,
         alpha=cfg.replay.alpha,
         beta=cfg.replay.beta,
     )
     data = SelfPlayDataModule(
-        game,
+        environment.env,
         network,
-        settings,
+        make_model,
+        cfg.search,
         cfg.trainer,
+        algo,
         replay,
         seed=cfg.seed,
+        two_player=environment.two_player,
         symmetries=symmetries(cfg, game),
-        search_value_weight=cfg.algo.search_value_weight,
+        outcome_targets=algo.name not in LATENT_ALGORITHMS,
     )
-    evaluation = EvaluationCallback(game, settings, **_board_eval_args(cfg, run_dir))
-    return system, data, evaluation
+
+    def make_agent(net, simulations: int, name: str) -> SearchAgent:
+        return SearchAgent(
+            make_model(net.eval()), cfg.search, game=game, num_simulations=simulations, name=name
+        )
+
+    return system, data, _evaluation(cfg, run_dir, environment, make_agent)
+
+
+def _evaluation(cfg: TrainConfig, run_dir: Path, environment, make_agent):
+    """Board games: matches against opponents, Elo; other environments: mean return."""
+    if environment.game is not None:
+        return EvaluationCallback(
+            environment.game, cfg.search, **_board_eval_args(cfg, run_dir), make_agent=make_agent
+        )
+    return EpisodeEvaluationCallback(
+        lambda: (
+            make_environment(
+                cfg.game, min(cfg.eval.games, 16), seed=cfg.seed + 1, training=False
+            ).env
+        ),
+        make_agent,
+        every=cfg.eval.every,
+        episodes=cfg.eval.games,
+        simulations=cfg.eval.simulations,
+        run_dir=run_dir,
+        seed=cfg.seed,
+        target_return=cfg.eval.target_return,
+        normalize=_human_normalizer(environment.spec),
+    )
 
 
 def _board_eval_args(cfg: TrainConfig, run_dir: Path) -> dict:
@@ -112,76 +169,6 @@ def _board_eval_args(cfg: TrainConfig, run_dir: Path) -> dict:
         run_dir=run_dir,
         seed=cfg.seed,
     )
-
-
-def build_latent(cfg: TrainConfig, run_dir: Path):
-    """``(system, data module, evaluation callback)`` for MuZero, Gumbel MuZero, EfficientZero."""
-    environment = make_environment(cfg.game, cfg.trainer.num_games, seed=cfg.seed)
-    algo = cfg.algo
-    network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
-    settings = cfg.search
-    metadata = {
-        "game": environment.spec,
-        "model": dataclasses.asdict(cfg.model),
-        "search": dataclasses.asdict(settings),
-        "algo": algo.name,
-        "config": dataclasses.asdict(cfg),
-    }
-    system = System(network, MuZeroObjective(algo), cfg.optim, metadata=metadata)
-    replay = EpisodeReplay(
-        cfg.replay.capacity,
-        environment.obs_shape,
-        environment.obs_dtype,
-        environment.num_actions,
-        algo,
-        frame_stack=environment.frame_stack,
-        prioritized=cfg.replay.prioritized,
-        alpha=cfg.replay.alpha,
-        beta=cfg.replay.beta,
-    )
-    data = LatentSelfPlayDataModule(
-        environment.env,
-        network,
-        settings,
-        cfg.trainer,
-        algo,
-        replay,
-        seed=cfg.seed,
-        two_player=environment.two_player,
-        symmetries=symmetries(cfg, environment.game),
-    )
-
-    def make_agent(net, simulations: int, name: str) -> SearchAgent:
-        model = LatentModel(
-            net.eval(),
-            discount=algo.discount,
-            two_player=environment.two_player,
-            value_prefix_horizon=algo.value_prefix_horizon,
-        )
-        return SearchAgent(
-            model, settings, game=environment.game, num_simulations=simulations, name=name
-        )
-
-    if environment.game is not None:  # a board game: matches against opponents, Elo
-        args = _board_eval_args(cfg, run_dir)
-        evaluation = EvaluationCallback(environment.game, settings, **args, make_agent=make_agent)
-    else:
-        evaluation = EpisodeEvaluationCallback(
-            lambda: (
-                make_environment(
-                    cfg.game, min(cfg.eval.games, 16), seed=cfg.seed + 1, training=False
-                ).env
-            ),
-            make_agent,
-            every=cfg.eval.every,
-            episodes=cfg.eval.games,
-            simulations=cfg.eval.simulations,
-            run_dir=run_dir,
-            seed=cfg.seed,
-            target_return=cfg.eval.target_return,
-            normalize=_human_normalizer(environment.spec),
-        )
-    return system, data, evaluation
 
 
 def _human_normalizer(spec: dict):
@@ -232,7 +219,6 @@ def train(cfg: TrainConfig) -> dict:
         torch_threads=cfg.trainer.torch_threads, numba_threads=cfg.trainer.numba_threads
     )
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    build = build_latent if cfg.algo.name in LATENT_ALGORITHMS else build_alphazero
     run_dir = Path(cfg.run_dir)
     system, data, evaluation = build(cfg, run_dir)
     claim_run_dir(cfg)

@@ -74,6 +74,16 @@ def validate(cfg: TrainConfig) -> None:
             f"{' | '.join(algorithm.game_kinds)}, and game.kind={kind} takes algo="
             f"{' | '.join(registry.algorithms_for(kind))}"
         )
+    board_only = {
+        "random_opening_moves": cfg.trainer.random_opening_moves != 0,
+        "resign_threshold": cfg.trainer.resign_threshold > -1.0,
+    }
+    for key, used in board_only.items():
+        if used and kind != "openspiel":
+            raise ValueError(
+                f"trainer.{key}={getattr(cfg.trainer, key)} needs a board game (game.kind="
+                f"openspiel), got game.kind={kind}"
+            )
     for key in ("max_minutes", "max_train_minutes"):
         if not getattr(cfg.trainer, key) >= 0:
             raise ValueError(

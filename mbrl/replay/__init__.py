@@ -1,5 +1,5 @@
-"""Replay: position storage, sampling with priorities, and target building."""
+"""Replay: finished episodes stored position by position, sampled as unroll targets."""
 
-from mbrl.replay.buffer import ReplayBuffer, Sample
+from mbrl.replay.episodes import Episode, EpisodeReplay, Unroll
 
-__all__ = ["ReplayBuffer", "Sample"]
+__all__ = ["Episode", "EpisodeReplay", "Unroll"]

@@ -47,6 +47,7 @@ class Episode(NamedTuple):
     to_play: np.ndarray  # [T] int64
     policy: np.ndarray  # [T, A] float32, the search's policy target
     root_value: np.ndarray  # [T] float32, the search's value of each position
+    move_value: np.ndarray  # [T] float32, the search's Q of the move played (mover's view)
     legal: np.ndarray  # [T, A] bool
     turn_changes: np.ndarray  # [T] bool, the player to move changes after move t
     terminated: bool  # False: cut off (time limit), so the end is not absorbing
@@ -130,6 +131,7 @@ class EpisodeReplay:
         self.to_play = np.zeros(p, np.int8)
         self.policy = np.zeros((p, a), np.float32)
         self.root_value = np.zeros(p, np.float32)
+        self.move_value = np.zeros(p, np.float32)
         self.legal = np.zeros((p, a), np.bool_)
         self.step_discount = np.zeros(p, np.float32)  # d[t] = +-gamma
         self.episode_start = np.zeros(p, np.int64)  # absolute positions
@@ -143,7 +145,7 @@ class EpisodeReplay:
 
     def bytes_per_position(self) -> int:
         frame = math.prod(self.frame_shape) * self.obs_dtype.itemsize
-        return frame + self.num_actions * 5 + 8 * 7
+        return frame + self.num_actions * 5 + 8 * 8
 
     def _check_memory(self) -> None:
         needed = self.capacity * self.bytes_per_position()
@@ -179,6 +181,7 @@ class EpisodeReplay:
         self.to_play[slots] = episode.to_play
         self.policy[slots] = episode.policy
         self.root_value[slots] = episode.root_value
+        self.move_value[slots] = episode.move_value
         self.legal[slots] = episode.legal
         gamma = self.algo.discount
         self.step_discount[slots] = np.where(episode.turn_changes, -gamma, gamma)
@@ -307,6 +310,8 @@ class EpisodeReplay:
         discount = np.ones(steps.shape, np.float64)
         for i in range(n):
             u = steps + i
+            if (u >= end).all():  # every row is past its episode's end: nothing more to add
+                break
             live = (u < end) & (i < horizon)
             slot = np.minimum(u, end - 1) % self.capacity
             total += np.where(live, discount * self.rewards[slot], 0.0)
@@ -339,6 +344,7 @@ class EpisodeReplay:
         "to_play",
         "policy",
         "root_value",
+        "move_value",
         "legal",
         "step_discount",
         "episode_start",
@@ -375,5 +381,8 @@ class EpisodeReplay:
         self.episodes_added = int(state["episodes_added"])
         size = len(frames)
         slots = (self.total_added - size + np.arange(size)) % self.capacity
+        arrays = dict(state["arrays"])
+        # Replays saved before `move_value` was recorded: the root value stands in.
+        arrays.setdefault("move_value", arrays["root_value"])
         for name in self._ARRAYS:
-            getattr(self, name)[slots] = state["arrays"][name].numpy()
+            getattr(self, name)[slots] = arrays[name].numpy()

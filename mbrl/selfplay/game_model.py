@@ -8,6 +8,8 @@ call. Rewards and discounts follow the search's contract: the reward is the move
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 
@@ -25,6 +27,7 @@ class GameModel:
         self.network = network
         self.network_calls = 0  # batched forward passes
         self.positions = 0  # positions evaluated by the network
+        self.network_seconds = 0.0  # wall time in network calls (incl. transfers to numpy)
 
     @property
     def device(self) -> torch.device:
@@ -34,20 +37,13 @@ class GameModel:
     @torch.inference_mode()
     def evaluate(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``obs [B, *obs_shape] -> (logits [B, A] float32, value [B] float32)``."""
+        start = time.perf_counter()
         self.network_calls += 1
         self.positions += len(obs)
         output = self.network(torch.from_numpy(obs).to(self.device))
-        return output.logits.float().cpu().numpy(), output.value.float().cpu().numpy()
-
-    def root_inputs(self, states: list) -> tuple[np.ndarray, np.ndarray]:
-        """``(obs [B, *obs_shape], legal [B, A])`` of the roots."""
-        obs = np.stack([self.game.observation(s) for s in states])
-        return obs, np.stack([self.game.legal_mask(s) for s in states])
-
-    def root(self, states: list, inputs=None) -> tuple[search.RootOutput, np.ndarray]:
-        """``inputs`` = ``root_inputs(states)`` when the caller already built them."""
-        obs, legal = self.root_inputs(states) if inputs is None else inputs
-        return self.search_root(states, obs), legal
+        result = output.logits.float().cpu().numpy(), output.value.float().cpu().numpy()
+        self.network_seconds += time.perf_counter() - start
+        return result
 
     def search_root(self, states: list, obs: np.ndarray) -> search.RootOutput:
         """The roots of a search from ``states`` whose observations are ``obs``."""

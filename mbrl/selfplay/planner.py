@@ -1,37 +1,15 @@
-"""One batched search per move over the true game, and the per-game keys of self-play's noise
-(the search itself, PUCT or Gumbel, is `search.run`)."""
+"""Self-play's choices around the search: the move it plays from a search's output, and the
+per-game keys of its noise and random openings (the search itself, PUCT or Gumbel, is
+`search.run`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 import search
-from mbrl.selfplay.game_model import GameModel
 from search import SearchSettings
 
 _GOLDEN = 0x9E3779B97F4A7C15
-
-
-def plan(
-    model: GameModel,
-    states: list,
-    settings: SearchSettings,
-    *,
-    keys: np.ndarray | int = 0,
-    deterministic: bool = False,
-    inputs: tuple[np.ndarray, np.ndarray] | None = None,
-) -> search.SearchOutput:
-    """Search from every state in ``states`` at once (none may be terminal); ``inputs`` are the
-    roots' ``(obs, legal)`` when the caller already has them."""
-    root, legal = model.root(states, inputs)
-    return search.run(
-        root,
-        model.recurrent_fn,
-        settings,
-        legal_mask=legal,
-        keys=keys,
-        deterministic=deterministic,
-    )
 
 
 def played_actions(

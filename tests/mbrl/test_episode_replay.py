@@ -29,6 +29,7 @@ def episode(
         to_play=(np.arange(length) % 2 if turns else np.zeros(length)).astype(np.int64),
         policy=policy,
         root_value=np.asarray(values, np.float32),
+        move_value=np.asarray(values, np.float32),
         legal=np.ones((length, num_actions), np.bool_),
         turn_changes=np.full(length, turns),
         terminated=terminated,
@@ -113,7 +114,11 @@ def test_every_value_target_matches_a_brute_force_reference(turns):
             final_value=float(rng.normal()),
         )
         length = len(ep.actions)
-        ep = ep._replace(rewards=ep.rewards[:length], root_value=ep.root_value[:length])
+        ep = ep._replace(
+            rewards=ep.rewards[:length],
+            root_value=ep.root_value[:length],
+            move_value=ep.move_value[:length],
+        )
         buffer.add(ep)
         episodes.append((buffer.total_added - length, ep))
     for start, ep in episodes:
@@ -169,6 +174,16 @@ def test_prioritized_sampling_follows_priorities():
     assert weights[positions == 9].max() < weights[positions != 9].min()
 
 
+def test_new_episodes_get_the_largest_priority_and_an_empty_replay_refuses_to_sample():
+    buffer = replay(prioritized=True)
+    with pytest.raises(ValueError, match="empty"):
+        buffer.sample(1, np.random.default_rng())
+    buffer.add(episode(4))
+    buffer.update_priorities(np.arange(4), np.array([3.0, 0.5, 0.1, 0.1]))
+    buffer.add(episode(2))
+    assert buffer.priorities[4] == buffer.priorities[5] == buffer.priorities[:4].max()
+
+
 def test_a_capacity_that_cannot_fit_fails_at_start_up_with_the_estimate():
     with pytest.raises(MemoryError, match=r"GiB.*lower replay.capacity"):
         EpisodeReplay(10**9, (12, 96, 96), np.uint8, 18, AlgoConfig(), frame_stack=4)
@@ -207,7 +222,7 @@ def test_segmented_episodes_give_the_same_unroll_targets_as_whole_ones():
 
     from games import ClassicControlEnv
     from mbrl.networks.muzero import MuZeroNet
-    from mbrl.selfplay.episode_actor import EpisodeActor
+    from mbrl.selfplay.actor import SelfPlayActor
     from mbrl.selfplay.latent_model import LatentModel
     from search import SearchSettings
 
@@ -218,7 +233,7 @@ def test_segmented_episodes_give_the_same_unroll_targets_as_whole_ones():
 
     def play(segment_length):
         model = LatentModel(net, discount=0.9, two_player=False)
-        actor = EpisodeActor(
+        actor = SelfPlayActor(
             ClassicControlEnv("CartPole-v1", 1),
             model,
             SearchSettings(num_simulations=4),
@@ -281,7 +296,7 @@ def test_segments_carry_the_frames_that_complete_their_first_stacks():
     import torch
 
     from mbrl.networks.muzero import MuZeroNet
-    from mbrl.selfplay.episode_actor import EpisodeActor
+    from mbrl.selfplay.actor import SelfPlayActor
     from mbrl.selfplay.latent_model import LatentModel
     from search import SearchSettings
 
@@ -289,7 +304,7 @@ def test_segments_carry_the_frames_that_complete_their_first_stacks():
     tiny = ModelConfig(channels=4, blocks=1, head_hidden=4, support_size=5, reward_support_size=5)
     net = MuZeroNet((4, 1, 1), 2, tiny).eval()
     algo = AlgoConfig(unroll_steps=2, td_steps=2, discount=0.9)
-    actor = EpisodeActor(
+    actor = SelfPlayActor(
         CounterEnv(),
         LatentModel(net, discount=0.9, two_player=False),
         SearchSettings(num_simulations=2),

@@ -198,12 +198,12 @@ def test_each_algorithm_trains_on_cartpole_checkpoints_and_resumes(tiny_config, 
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3, losses
     assert scalars(tmp_path, "eval/return_mean")[-1] > 0
     checkpoint = load_checkpoint(tmp_path)
-    data = checkpoint["LatentSelfPlayDataModule"]
+    data = checkpoint["SelfPlayDataModule"]
     assert data["gradient_steps"] == 200 and data["replay"]["total_added"] > 0
     assert checkpoint["mbrl"]["algo"] == algo
     resumed = train(tiny_config(*overrides, "trainer.max_steps=210", "trainer.checkpoint_every=50"))
     assert resumed["resumed_from"] and resumed["steps"] == 210
-    assert load_checkpoint(tmp_path)["LatentSelfPlayDataModule"]["gradient_steps"] == 210
+    assert load_checkpoint(tmp_path)["SelfPlayDataModule"]["gradient_steps"] == 210
 
 
 def test_muzero_plays_tic_tac_toe_with_a_learned_model(tiny_config, tmp_path):
@@ -242,7 +242,7 @@ def test_each_algorithm_trains_on_atari_pong_and_resumes(tiny_config, tmp_path, 
     losses = scalars(tmp_path, "train/loss")
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3, losses
     checkpoint = load_checkpoint(tmp_path)
-    replay = checkpoint["LatentSelfPlayDataModule"]["replay"]
+    replay = checkpoint["SelfPlayDataModule"]["replay"]
     assert replay["arrays"]["frames"].dtype == torch.uint8
     assert tuple(replay["arrays"]["frames"].shape[1:]) == (3, 96, 96)  # newest frame only
     assert checkpoint["mbrl"]["game"]["obs_shape"] == [12, 96, 96]

@@ -140,7 +140,7 @@ def test_a_corrupt_last_ckpt_resumes_from_the_newest_step_checkpoint(tiny_config
     assert "resuming from" in said and "step000010.ckpt" in said
     assert not leftover.exists() and f"removed {leftover}" in said
     resumed = load_checkpoint(tmp_path)
-    assert resumed["global_step"] == 14 and resumed[DATA]["replay"]["size"] > 0
+    assert resumed["global_step"] == 14 and resumed[DATA]["replay"]["total_added"] > 0
 
 
 def test_overwrite_leaves_a_directory_that_never_held_a_run_alone(tiny_config, tmp_path):

@@ -1,5 +1,6 @@
 """Self-play data diversity: random openings (trainer.random_opening_moves: each game starts from
-0..N random legal moves, played but not recorded, seeded by the game id) and board-symmetry
+0..N random legal moves, played at the reset without search, neither recorded nor counted, seeded
+by the game id) and board-symmetry
 augmentation (replay.augment_symmetries) wired into training."""
 
 import numpy as np
@@ -11,9 +12,9 @@ from mbrl.config import ModelConfig, TrainConfig, TrainerConfig
 from mbrl.networks import AlphaZeroNet
 from mbrl.networks.muzero import MuZeroNet
 from mbrl.selfplay.actor import SelfPlayActor
-from mbrl.selfplay.episode_actor import EpisodeActor
 from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.latent_model import LatentModel
+from mbrl.selfplay.planner import opening_rng
 from mbrl.validation import validate
 from search import SearchSettings
 
@@ -21,42 +22,49 @@ GAME = BoardGame("tic_tac_toe")
 OPENING = 3
 
 
-def alphazero_actor(num_games: int, openings: int = OPENING) -> SelfPlayActor:
-    torch.manual_seed(0)
-    net = AlphaZeroNet(GAME.obs_shape, GAME.num_actions, channels=8, blocks=1).eval()
+def actor_for(model, num_games: int, openings: int) -> SelfPlayActor:
     return SelfPlayActor(
-        GAME,
-        GameModel(GAME, net),
-        SearchSettings(policy="gumbel", num_simulations=4),
-        num_games=num_games,
-        temperature_moves=0,
-        seed=5,
-        random_opening_moves=openings,
-    )
-
-
-def latent_actor(openings: int = OPENING, frame_stack: int = 1) -> EpisodeActor:
-    torch.manual_seed(0)
-    tiny = ModelConfig(channels=4, blocks=1, head_hidden=4, support_size=1, reward_support_size=1)
-    net = MuZeroNet(GAME.obs_shape, GAME.num_actions, tiny).eval()
-    return EpisodeActor(
-        BoardGameEnv(GAME, batch_size=4),
-        LatentModel(net, discount=1.0, two_player=True),
+        BoardGameEnv(GAME, batch_size=num_games),
+        model,
         SearchSettings(policy="gumbel", num_simulations=4),
         seed=5,
         two_player=True,
+        temperature_moves=0,
         random_opening_moves=openings,
-        frame_stack=frame_stack,
     )
+
+
+def alphazero_actor(num_games: int, openings: int = OPENING) -> SelfPlayActor:
+    torch.manual_seed(0)
+    net = AlphaZeroNet(GAME.obs_shape, GAME.num_actions, channels=8, blocks=1).eval()
+    return actor_for(GameModel(GAME, net), num_games, openings)
+
+
+def latent_actor(openings: int = OPENING) -> SelfPlayActor:
+    torch.manual_seed(0)
+    tiny = ModelConfig(channels=4, blocks=1, head_hidden=4, support_size=1, reward_support_size=1)
+    net = MuZeroNet(GAME.obs_shape, GAME.num_actions, tiny).eval()
+    return actor_for(LatentModel(net, discount=1.0, two_player=True), 4, openings)
+
+
+def histories(actor: SelfPlayActor) -> list[list[int]]:
+    return [state.history() for state in actor.env.states]
 
 
 def test_openings_are_seeded_by_game_id_and_span_zero_to_n_moves():
     wide, narrow = alphazero_actor(num_games=4), alphazero_actor(num_games=2)
-    assert wide.history[:2] == narrow.history[:2]  # the same games whatever the batch
-    openings = [wide._opening(game_id)[1] for game_id in range(60)]
-    assert {len(moves) for moves in openings} == set(range(OPENING + 1))
-    assert all(len(set(moves)) == len(moves) for moves in openings)  # legal: no square twice
-    assert alphazero_actor(num_games=4, openings=0).history == [[]] * 4
+    assert histories(wide)[:2] == histories(narrow)[:2]  # the same games whatever the batch
+    assert wide.moves.tolist() == [len(h) for h in histories(wide)]  # move numbers count them
+    env = BoardGameEnv(GAME, batch_size=1)
+    lengths = set()
+    for game_id in range(60):
+        env.reset()
+        played = env.play_opening(0, opening_rng(5, game_id), OPENING)
+        moves = env.states[0].history()
+        assert played == len(moves) and len(set(moves)) == len(moves)  # legal: no square twice
+        lengths.add(played)
+    assert lengths == set(range(OPENING + 1))
+    assert histories(alphazero_actor(num_games=4, openings=0)) == [[]] * 4
 
 
 def assert_recorded_from_the_end_of_openings(games) -> None:
@@ -80,22 +88,22 @@ def play(actor, count: int) -> list:
     return finished
 
 
-def test_opening_moves_are_not_recorded():
-    assert_recorded_from_the_end_of_openings(play(alphazero_actor(num_games=8), 16))
-
-
-def test_latent_actor_records_from_the_end_of_the_opening():
-    actor = latent_actor()
+@pytest.mark.parametrize("make", [alphazero_actor, latent_actor], ids=["true_game", "latent"])
+def test_opening_moves_are_neither_recorded_nor_counted(make):
+    actor = make(num_games=8) if make is alphazero_actor else make()
     episodes = play(actor, 16)
     assert_recorded_from_the_end_of_openings(episodes)
-    assert actor.moves_played > sum(len(e.actions) for e in episodes)  # opening steps count
+    recorded = sum(len(e.actions) for e in episodes) + sum(len(r["actions"]) for r in actor.records)
+    assert actor.moves_played == recorded
 
 
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match=r"trainer\.random_opening_moves must be >= 0"):
         validate(TrainConfig(trainer=TrainerConfig(random_opening_moves=-1)))
-    with pytest.raises(ValueError, match="random_opening_moves=3 needs frame_stack 1"):
-        latent_actor(frame_stack=4)
+    cartpole = TrainConfig(trainer=TrainerConfig(random_opening_moves=2))
+    cartpole.game.kind, cartpole.game.name, cartpole.algo.name = "classic", "CartPole-v1", "muzero"
+    with pytest.raises(ValueError, match="random_opening_moves=2 needs a board game"):
+        validate(cartpole)
 
 
 def test_without_openings_every_game_starts_empty():

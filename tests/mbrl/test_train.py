@@ -47,7 +47,7 @@ def test_checkpoint_holds_everything_to_resume(trained_run):
     assert checkpoint["optimizer_states"] and checkpoint["lr_schedulers"]
     data = checkpoint["SelfPlayDataModule"]
     # Exactly: no batch was fetched ahead of the step being checkpointed.
-    assert data["replay"]["size"] > 0 and data["gradient_steps"] == 20
+    assert data["replay"]["total_added"] > 0 and data["gradient_steps"] == 20
     step = load_checkpoint(run_dir / "checkpoints" / "step000010.ckpt")
     assert step["SelfPlayDataModule"]["replay"] is None  # only last.ckpt carries replay
     assert step["SelfPlayDataModule"]["gradient_steps"] == 10
