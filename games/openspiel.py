@@ -182,6 +182,9 @@ class BoardGameEnv:
         self.moves = np.zeros(batch_size, np.int64)
         self._reward = np.zeros(batch_size, np.float32)
         self._truncated = np.zeros(batch_size, np.bool_)
+        # Each game's observation and legal mask, rebuilt only when its state changes.
+        self._obs = np.stack([game.observation(s) for s in self.states])
+        self._legal = np.stack([game.legal_mask(s) for s in self.states])
 
     def reset(self, seeds=None, indices=None) -> TimeStep:
         """Start new games in ``indices`` (all by default). Board games are deterministic, so
@@ -193,6 +196,7 @@ class BoardGameEnv:
             self.moves[b] = 0
             self._reward[b] = 0.0
             self._truncated[b] = False
+            self._observe(b)
         return self.timestep()
 
     def step(self, actions) -> TimeStep:
@@ -211,6 +215,7 @@ class BoardGameEnv:
             self._reward[b] = transition.reward
             self.moves[b] += 1
             self._truncated[b] = not transition.terminal and self.moves[b] >= self.game.max_moves
+            self._observe(b)
         return self.timestep()
 
     def play_opening(self, index: int, rng: np.random.Generator, most: int) -> int:
@@ -227,6 +232,7 @@ class BoardGameEnv:
             self.states[index] = transition.state
             self.moves[index] += 1
             played += 1
+        self._observe(index)
         return played
 
     def state_dict(self) -> dict:
@@ -250,13 +256,18 @@ class BoardGameEnv:
             self._truncated[b] = (
                 not game_state.is_terminal() and len(history) >= self.game.max_moves
             )
+            self._observe(b)
+
+    def _observe(self, b: int) -> None:
+        self._obs[b] = self.game.observation(self.states[b])
+        self._legal[b] = self.game.legal_mask(self.states[b])
 
     def timestep(self) -> TimeStep:
         states = self.states
         terminated = np.array([s.is_terminal() for s in states], np.bool_)
         return TimeStep(
-            obs=np.stack([self.game.observation(s) for s in states]),
-            legal=np.stack([self.game.legal_mask(s) for s in states]),
+            obs=self._obs.copy(),
+            legal=self._legal.copy(),
             to_play=np.array(
                 [-1 if t else s.current_player() for s, t in zip(states, terminated, strict=True)]
             ),
