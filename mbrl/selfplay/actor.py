@@ -291,8 +291,6 @@ class SelfPlayActor:
         for slot in done.tolist():
             self.returns.append(float(self.running_return[slot]))
             self._count_wrong_resignation(slot)
-            if not self.records[slot]["actions"]:
-                continue  # nothing recorded (a segment boundary fell on the last step)
             episodes.append(
                 self._episode(
                     slot,

@@ -30,12 +30,8 @@ class Reanalyzer:
         settings: SearchSettings,
         algo: AlgoConfig,
     ):
-        self.learner_network, self.replay, self.settings, self.algo = (
-            learner_network,
-            replay,
-            settings,
-            algo,
-        )
+        self.learner_network = learner_network
+        self.replay, self.settings, self.algo = replay, settings, algo
         self.network = copy.deepcopy(learner_network).eval().requires_grad_(False)
         self.model = make_model(self.network)
         self.last_update = 0
