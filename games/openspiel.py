@@ -248,7 +248,12 @@ class BoardGameEnv:
             )
         for b, history in enumerate(histories):
             game_state = self.game.new_state()
-            for action in history:
+            for action in history:  # checked: OpenSpiel applies an out-of-range move blindly
+                if game_state.is_terminal() or int(action) not in game_state.legal_actions():
+                    raise ValueError(
+                        f"checkpoint's game {b} in progress plays move {action} illegally after "
+                        f"{game_state.history()}; the checkpoint is corrupt or from another game"
+                    )
                 game_state.apply_action(int(action))
             self.states[b] = game_state
             self.moves[b] = len(history)

@@ -242,3 +242,10 @@ def test_a_checkpoint_of_the_former_alphazero_loop_resumes_its_weights_and_count
     loaded = data.actor_network.state_dict()
     assert all(torch.equal(loaded[k], v) for k, v in former["actor_network"].items())
     assert len(data.next_batch()["value"]) == 8
+
+
+def test_a_checkpoint_with_an_illegal_game_in_progress_is_refused_naming_the_move():
+    env = BoardGameEnv(GAME, 2)
+    for bad in ([[0, 0], [1]], [[99], [1]]):
+        with pytest.raises(ValueError, match=r"plays move (0|99) illegally"):
+            env.load_state_dict({"histories": bad})
