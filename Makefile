@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH)
-	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev,llm]"
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev,llm,distributed]"
 	touch $(STAMP)
 
 SEED ?= 0

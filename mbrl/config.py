@@ -196,6 +196,38 @@ class LoggerConfig:
 
 
 @dataclass
+class BackendConfig:
+    """Where self-play runs. ``embedded``: in the learner's process, one actor, exactly
+    reproducible (the default, what CI runs). ``ray``: ``actors`` Ray actors, each the same
+    self-play actor (``trainer.num_games`` games in lockstep), feeding the learner, which keeps
+    the replay and the checkpoint (``mbrl.distributed``)."""
+
+    name: str = "embedded"  # embedded | ray
+    # ray: "local" starts Ray in this process; "auto" joins the cluster of `ray start`; or an
+    # address such as ray://head:10001
+    address: str = "local"
+    actors: int = 1
+    actor_cpus: float = 1.0  # Ray resources per actor (its torch threads: max(1, cpus))
+    actor_gpus: float = 0.0  # > 0: the actor's network runs on a GPU
+    # Publications of the learner's weights an actor's moves may lag behind when they reach the
+    # replay. 0: actors play only when the learner needs moves, with its newest weights; one
+    # actor then plays exactly the embedded run. > 0: actors play ahead, asynchronously.
+    max_weight_lag: int = 0
+    steps_per_request: int = 1  # lockstep steps (num_games moves each) per call to an actor
+    num_cpus: int = 0  # address=local: the CPUs Ray may schedule on; 0 = all
+
+    def __post_init__(self):
+        if self.name not in ("embedded", "ray"):
+            raise ValueError(f"backend must be embedded or ray, got {self.name!r}")
+        for key in ("actors", "steps_per_request"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"backend.{key} must be >= 1, got {getattr(self, key)}")
+        for key in ("max_weight_lag", "num_cpus", "actor_cpus", "actor_gpus"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"backend.{key} must be >= 0, got {getattr(self, key)}")
+
+
+@dataclass
 class TrainConfig:
     seed: int = 0
     run_dir: str = "runs/default"
@@ -210,6 +242,7 @@ class TrainConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
+    backend: BackendConfig = field(default_factory=BackendConfig)
 
 
 # Keys that may change when a run is resumed (how long, how it is watched); any other difference
@@ -225,6 +258,7 @@ RESUMABLE_CHANGES = (
     "trainer.numba_threads",
     "eval",
     "logger",
+    "backend",  # where self-play runs, not what it plays: a run may move between backends
     "resume",
     "overwrite",
     "run_dir",

@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import lightning as L
@@ -23,30 +24,19 @@ from mbrl.agent import SearchAgent
 from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback, SelfPlayMonitor
 from mbrl.checkpoint import LAST, AtomicCheckpointIO
 from mbrl.checkpoint import resume_point as find_resume_point
-from mbrl.config import LATENT_ALGORITHMS, TrainConfig
-from mbrl.environments import build_latent_network, make_environment
+from mbrl.config import TrainConfig
+from mbrl.environments import make_environment
 from mbrl.graceful_stop import GracefulStop
-from mbrl.networks import AlphaZeroNet
 from mbrl.objectives import AlphaZeroObjective, MuZeroObjective
+from mbrl.parts import game_parts, self_play_actor
 from mbrl.quiet import quiet_third_party
 from mbrl.replay.episodes import EpisodeReplay
 from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.selfplay.embedded import SelfPlayDataModule
-from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.latent_model import LatentModel
+from mbrl.selfplay.local_actors import LocalActors
 from mbrl.system import System
 from mbrl.threads import configure_threads
 from mbrl.validation import validate
-
-
-def build_network(game: BoardGame, model_cfg) -> AlphaZeroNet:
-    return AlphaZeroNet(
-        game.obs_shape,
-        game.num_actions,
-        channels=model_cfg.channels,
-        blocks=model_cfg.blocks,
-        value_hidden=model_cfg.value_hidden,
-    )
 
 
 def symmetries(cfg: TrainConfig, game: BoardGame | None) -> BoardSymmetries | None:
@@ -63,34 +53,11 @@ def symmetries(cfg: TrainConfig, game: BoardGame | None) -> BoardSymmetries | No
 
 
 def build(cfg: TrainConfig, run_dir: Path):
-    """``(system, data module, evaluation callback)`` for every game algorithm. AlphaZero and
-    Gumbel AlphaZero search the true game and learn the K = 0 unroll with the game's outcome
-    as value target (n covers the whole game, discount 1: a game cut off by the move limit is a
-    draw); the learned-model algorithms search their network's model and learn K-step unrolls."""
-    environment = make_environment(cfg.game, cfg.trainer.num_games, seed=cfg.seed)
-    algo, game = cfg.algo, environment.game
-    if algo.name in LATENT_ALGORITHMS:
-        network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
-        objective, targets = MuZeroObjective(algo), algo
-
-        def make_model(net):
-            return LatentModel(
-                net,
-                discount=algo.discount,
-                two_player=environment.two_player,
-                value_prefix_horizon=algo.value_prefix_horizon,
-            )
-
-    else:
-        network = build_network(game, cfg.model)
-        objective = AlphaZeroObjective()
-        targets = dataclasses.replace(
-            algo, unroll_steps=0, td_steps=game.max_moves, discount=1.0, dynamic_td_every=0
-        )
-
-        def make_model(net):
-            return GameModel(game, net)
-
+    """``(system, data module, evaluation callback)`` for every game algorithm and backend."""
+    embedded = cfg.backend.name == "embedded"
+    # The learner steps no games of its own when actors elsewhere play them.
+    parts = game_parts(cfg, seed=cfg.seed, batch_size=None if embedded else 1)
+    environment, network, algo = parts.environment, parts.network, cfg.algo
     metadata = {
         "game": environment.spec,
         "model": dataclasses.asdict(cfg.model),
@@ -98,35 +65,46 @@ def build(cfg: TrainConfig, run_dir: Path):
         "algo": algo.name,
         "config": dataclasses.asdict(cfg),
     }
+    objective = AlphaZeroObjective() if parts.outcome_targets else MuZeroObjective(algo)
     system = System(network, objective, cfg.optim, metadata=metadata)
     replay = EpisodeReplay(
         cfg.replay.capacity,
         environment.obs_shape,
         environment.obs_dtype,
         environment.num_actions,
-        targets,
+        parts.targets,
         frame_stack=environment.frame_stack,
         prioritized=cfg.replay.prioritized,
         alpha=cfg.replay.alpha,
         beta=cfg.replay.beta,
     )
+    if embedded:
+        actors = LocalActors(*self_play_actor(cfg, parts, seed=cfg.seed))
+    else:
+        from mbrl.distributed import RayActors  # Ray is an extra
+
+        actors = RayActors(cfg, network)
     data = SelfPlayDataModule(
-        environment.env,
+        actors,
         network,
-        make_model,
+        parts.make_model,
         cfg.search,
         cfg.trainer,
         algo,
         replay,
         seed=cfg.seed,
         two_player=environment.two_player,
-        symmetries=symmetries(cfg, game),
-        outcome_targets=algo.name not in LATENT_ALGORITHMS,
+        symmetries=symmetries(cfg, environment.game),
+        outcome_targets=parts.outcome_targets,
     )
 
     def make_agent(net, simulations: int, name: str) -> SearchAgent:
         return SearchAgent(
-            make_model(net.eval()), cfg.search, game=game, num_simulations=simulations, name=name
+            parts.make_model(net.eval()),
+            cfg.search,
+            game=environment.game,
+            num_simulations=simulations,
+            name=name,
         )
 
     return system, data, _evaluation(cfg, run_dir, environment, make_agent)
@@ -208,8 +186,9 @@ def _checkpoint_callback(run_dir: Path, every: int) -> ModelCheckpoint:
     )
 
 
-def train(cfg: TrainConfig) -> dict:
+def train(cfg: TrainConfig, callbacks: Sequence[L.Callback] = ()) -> dict:
     """Train; returns a summary (steps, wall time, last evaluation, the signal that stopped it).
+    ``callbacks``: more Lightning callbacks, after the run's own.
 
     Nothing is written to ``cfg.run_dir`` until every part was built (`mbrl.run_dir`)."""
     validate(cfg)
@@ -231,6 +210,7 @@ def train(cfg: TrainConfig) -> dict:
         evaluation,
         _checkpoint_callback(run_dir, t.checkpoint_every),
         stop,
+        *callbacks,
     ]
     if t.progress_bar:
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, t.log_every)))

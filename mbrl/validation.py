@@ -100,6 +100,11 @@ def validate(cfg: TrainConfig) -> None:
             "algo.search_value_weight must be in [0, 1] (0 = the game outcome only), got "
             f"{cfg.algo.search_value_weight}"
         )
+    if cfg.backend.name == "ray" and kind == "text":
+        raise ValueError(
+            f"backend=ray plays games; algo={algorithm.name} (a language model) runs with "
+            "backend=embedded"
+        )
     expected = algorithm.search_policy
     if expected is not None and cfg.search.policy != expected:
         raise ValueError(

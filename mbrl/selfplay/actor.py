@@ -303,6 +303,27 @@ class SelfPlayActor:
         self.episodes_finished += len(episodes)
         return episodes
 
+    # -- counters ---------------------------------------------------------------------------------
+
+    def counters(self) -> dict[str, float]:
+        """Totals of the whole run (they resume with ``state_dict``)."""
+        return {
+            "moves": float(self.moves_played),
+            "games": float(self.episodes_finished),
+            "simulations": float(self.simulations),
+            "resignations": float(self.resignations),
+            "resigned_wrongly": float(self.resigned_wrongly),
+        }
+
+    def timings(self) -> dict[str, float]:
+        """Where this process's self-play time went (not checkpointed)."""
+        return {
+            "search_seconds": self.search_seconds,
+            "env_seconds": self.env_seconds,
+            "network_calls": float(self.model.network_calls),
+            "network_seconds": self.model.network_seconds,
+        }
+
     # -- checkpointing ----------------------------------------------------------------------------
 
     def state_dict(self) -> dict:

@@ -1,12 +1,16 @@
-"""The embedded self-play loop: actor and learner in one process, with an exact replay ratio.
+"""The learner's side of self-play: the replay, its targets, and the exact replay ratio.
 
-One data module for every algorithm. Lightning drives training and pulls batches from it. Before
-handing out the batch for gradient step ``g`` the module plays until ``warmup_moves + ceil(g /
-replay_ratio)`` moves have been made, so gradient steps per move are exactly the configured
-ratio (up to one batch of moves), whatever the speed of either side. Everything is seeded and
-sequential, so a run is reproducible from its seed. The actor searches with its own copy of the
-network, refreshed from the learner before collecting once at least ``sync_every`` gradient steps
-have passed since the last refresh.
+One data module for every algorithm and backend. Lightning drives training and pulls batches
+from it. Before handing out the batch for gradient step ``g`` the module has its actors play until
+``warmup_moves + ceil(g / replay_ratio)`` moves have been made, so gradient steps per move are
+exactly the configured ratio (up to one batch of moves), whatever the speed of either side. The
+actors search with their own copy of the network, which the learner publishes before collecting
+once at least ``sync_every`` gradient steps have passed since the last publication.
+
+The actors are the embedded backend's one in-process actor (``LocalActors``: everything seeded
+and sequential, a run is reproducible from its seed) or Ray actors (``mbrl.distributed``), which
+with ``max_weight_lag > 0`` play ahead of the learner, at most one request per actor ahead of
+the ratio.
 
 What differs between algorithms is the search's model and the targets read from the one episode
 replay:
@@ -23,7 +27,6 @@ Lightning checkpoint, which is what lets a killed run resume.
 
 from __future__ import annotations
 
-import copy
 import math
 import sys
 import time
@@ -37,7 +40,6 @@ from torch.utils.data import DataLoader, IterableDataset
 from games.symmetry import BoardSymmetries
 from mbrl.config import AlgoConfig, TrainerConfig
 from mbrl.replay.episodes import EpisodeReplay
-from mbrl.selfplay.actor import SelfPlayActor
 from mbrl.selfplay.reanalyze import Reanalyzer
 from search import SearchSettings
 
@@ -70,7 +72,7 @@ class BatchStream(IterableDataset):
 class SelfPlayDataModule(L.LightningDataModule):
     def __init__(
         self,
-        env,
+        actors,  # LocalActors or mbrl.distributed.RayActors
         learner_network: torch.nn.Module,
         make_model: Callable,  # network -> the search's model (GameModel or LatentModel)
         search: SearchSettings,
@@ -90,8 +92,8 @@ class SelfPlayDataModule(L.LightningDataModule):
         # AlphaZero: the K = 0 targets, value = the outcome (mixed with the search's Q)
         self.outcome_targets = outcome_targets
         self.learner_network = learner_network
-        self.actor_network = copy.deepcopy(learner_network).eval().requires_grad_(False)
-        self.model = make_model(self.actor_network)
+        self.actors = actors
+        actors.deliver = self._add_episodes
         self.reanalyzer = None
         if not outcome_targets:
             self.reanalyzer = Reanalyzer(learner_network, make_model, replay, search, algo)
@@ -102,35 +104,23 @@ class SelfPlayDataModule(L.LightningDataModule):
         # Resumed from a checkpoint without replay (a step checkpoint, when last.ckpt was
         # unreadable): play on to this many moves before sampling, as a fresh run's warm-up.
         self.refill_until = 0
-        self.actor = SelfPlayActor(
-            env,
-            self.model,
-            search,
-            seed=seed,
-            frame_channels=replay.frame_shape[0] if len(replay.obs_shape) > 1 else None,
-            two_player=two_player,
-            temperature_moves=loop.temperature_moves,
-            segment_length=algo.segment_length,
-            segment_overlap=replay.algo.td_steps + replay.algo.unroll_steps,
-            frame_stack=replay.frame_stack,
-            random_opening_moves=loop.random_opening_moves,
-            resign_threshold=loop.resign_threshold,
-            bootstrap_truncation=not outcome_targets,  # AlphaZero: a cut-off game is a draw
-        )
+        self.temperature = 1.0
         self.game_lengths: list[int] = []
-        self._returns_logged = 0
 
     def setup(self, stage: str) -> None:
         """Self-play searches on the learner's device (a GPU when training on one)."""
         trainer = getattr(self, "trainer", None)
         if trainer is not None:
-            self.actor_network.to(trainer.strategy.root_device)
+            self.actors.to(trainer.strategy.root_device)
             if self.reanalyzer is not None:
                 self.reanalyzer.network.to(trainer.strategy.root_device)
 
+    def teardown(self, stage: str) -> None:
+        self.actors.close()
+
     @property
     def moves_played(self) -> int:
-        return self.actor.moves_played
+        return self.actors.moves_played
 
     # -- the exact replay ratio ---------------------------------------------------------------
 
@@ -145,26 +135,30 @@ class SelfPlayDataModule(L.LightningDataModule):
     def next_batch(self) -> dict[str, torch.Tensor]:
         self.gradient_steps += 1
         needed = max(self.moves_needed(self.gradient_steps), self.refill_until)
-        if self.moves_played < needed or not len(self.replay):
+        self._update_temperature()
+        start = time.perf_counter()
+        self.actors.poll(needed, self.temperature)  # actors ahead of the learner: what is ready
+        if self.actors.asynchronous or self.moves_played < needed or not len(self.replay):
             self._sync_weights()
         while self.moves_played < needed or not len(self.replay):
-            start = time.perf_counter()
-            self.collect()
-            self.collect_seconds += time.perf_counter() - start
+            self.actors.collect(needed, self.temperature)
+        self.collect_seconds += time.perf_counter() - start
         return self.sample_batch()
 
     def _sync_weights(self) -> None:
         if self.gradient_steps - self.last_sync >= self.loop.sync_every or self.last_sync == 0:
-            self.actor_network.load_state_dict(self.learner_network.state_dict())
+            self.actors.publish(self.learner_network)
             self.last_sync = max(self.gradient_steps, 1)
 
-    def collect(self) -> None:
-        """One move in every game; finished episodes (and segments of long ones) to replay."""
+    def _update_temperature(self) -> None:
         trainer = getattr(self, "trainer", None)
         if trainer is not None and trainer.max_steps > 0:
             progress = self.gradient_steps / trainer.max_steps
-            self.actor.temperature = scheduled_temperature(self.algo.temperature_schedule, progress)
-        for episode in self.actor.step():
+            self.temperature = scheduled_temperature(self.algo.temperature_schedule, progress)
+
+    def _add_episodes(self, episodes) -> None:
+        """Finished episodes (and segments of long ones) to replay."""
+        for episode in episodes:
             self.replay.add(episode)
             if episode.sampleable is None and episode.context == 0:  # a whole game
                 self.game_lengths.append(len(episode.actions))
@@ -229,26 +223,17 @@ class SelfPlayDataModule(L.LightningDataModule):
 
     def stats(self) -> dict[str, float]:
         """Counters for logging: totals, and means over the games finished since the last call."""
-        actor = self.actor
-        out = {
-            "selfplay/moves": float(actor.moves_played),
-            "selfplay/games": float(actor.episodes_finished),
-            "selfplay/simulations": float(actor.simulations),
-            "replay/size": float(len(self.replay)),
-            "selfplay/collect_seconds": self.collect_seconds,
-            "selfplay/search_seconds": actor.search_seconds,
-            "selfplay/env_seconds": actor.env_seconds,
-            "selfplay/network_calls": float(self.model.network_calls),
-            "selfplay/network_seconds": self.model.network_seconds,
-            "selfplay/temperature": actor.temperature,
-        }
+        counters = self.actors.counters()
+        if not self.two_player:
+            del counters["resignations"], counters["resigned_wrongly"]
+        out = {f"selfplay/{name}": value for name, value in counters.items()}
+        out["replay/size"] = float(len(self.replay))
+        out["selfplay/collect_seconds"] = self.collect_seconds  # the learner's wait, all told
+        out["selfplay/temperature"] = self.temperature
         if self.reanalyzer is not None:
             out["selfplay/reanalyze_seconds"] = self.reanalyzer.seconds
-        if self.two_player:
-            out["selfplay/resignations"] = float(actor.resignations)
-            out["selfplay/resigned_wrongly"] = float(actor.resigned_wrongly)
-        recent = np.asarray(actor.returns[self._returns_logged :])
-        self._returns_logged = len(actor.returns)
+        out.update(self.actors.stats())  # the backend's own (Ray: weight lag, queues, ...)
+        recent = np.asarray(self.actors.take_returns())
         if len(recent):
             out["selfplay/episode_return"] = float(recent.mean())
             if self.two_player:  # player 0 moves first
@@ -263,20 +248,18 @@ class SelfPlayDataModule(L.LightningDataModule):
 
     def state_dict(self) -> dict:
         state = {
-            "actor_network": self.actor_network.state_dict(),
+            **self.actors.state_dict(),  # "actor_network", "actor" (and Ray's other actors)
             "rng": self.rng.bit_generator.state,
             "gradient_steps": self.gradient_steps,
             "last_sync": self.last_sync,
             "refill_until": self.refill_until,
             "replay": self.replay.state_dict(),
-            "actor": self.actor.state_dict(),
         }
         if self.reanalyzer is not None:
             state.update(self.reanalyzer.state_dict())
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        self.actor_network.load_state_dict(state["actor_network"])
         self.rng.bit_generator.state = state["rng"]
         self.gradient_steps = int(state["gradient_steps"])
         self.last_sync = int(state["last_sync"])
@@ -284,7 +267,7 @@ class SelfPlayDataModule(L.LightningDataModule):
         if "history" in state["actor"]:  # the AlphaZero loop before one self-play stack
             self._restart_from_positions(state)
             return
-        self.actor.load_state_dict(state["actor"])
+        self.actors.load_state_dict(state)
         if self.reanalyzer is not None:
             self.reanalyzer.load_state_dict(state)
         self.restore_replay(state["replay"])
@@ -301,14 +284,13 @@ class SelfPlayDataModule(L.LightningDataModule):
         """A checkpoint of AlphaZero's former loop stored positions, not episodes: its weights
         and counters go on, its games restart and self-play refills the replay."""
         old = state["actor"]
-        self.actor.load_state_dict(
-            {
-                "next_episode_id": old["next_game_id"],
-                "moves_played": old["moves_played"],
-                "episodes_finished": old["games_finished"],
-                "simulations": old["simulations"],
-            }
-        )
+        actor = {
+            "next_episode_id": old["next_game_id"],
+            "moves_played": old["moves_played"],
+            "episodes_finished": old["games_finished"],
+            "simulations": old["simulations"],
+        }
+        self.actors.load_state_dict({"actor_network": state["actor_network"], "actor": actor})
         self.restore_replay(None)
         print(
             "this checkpoint's replay holds positions (written before one self-play stack): "

@@ -1,5 +1,7 @@
 """Self-play with the true game as the model (AlphaZero) on the one actor and the one replay."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from mbrl.replay import EpisodeReplay
 from mbrl.selfplay.actor import SelfPlayActor, played_move_values
 from mbrl.selfplay.embedded import SelfPlayDataModule
 from mbrl.selfplay.game_model import GameModel
+from mbrl.selfplay.local_actors import LocalActors
 from search import SearchSettings
 
 GAME = BoardGame("tic_tac_toe")
@@ -33,6 +36,32 @@ def actor(policy="puct", seed=0, num_games=4, **kwargs):
         temperature_moves=3,
         bootstrap_truncation=False,
         **kwargs,
+    )
+
+
+def data_module(net, settings, loop: TrainerConfig, algo: AlgoConfig) -> SelfPlayDataModule:
+    """AlphaZero's data module on tic-tac-toe with the embedded backend's one actor."""
+    actor_net = copy.deepcopy(net).eval().requires_grad_(False)
+    selfplay = SelfPlayActor(
+        BoardGameEnv(GAME, loop.num_games),
+        GameModel(GAME, actor_net),
+        settings,
+        seed=0,
+        two_player=True,
+        temperature_moves=loop.temperature_moves,
+        bootstrap_truncation=False,
+    )
+    return SelfPlayDataModule(
+        LocalActors(selfplay, actor_net),
+        net,
+        lambda n: GameModel(GAME, n),
+        settings,
+        loop,
+        algo,
+        outcome_replay(),
+        seed=0,
+        two_player=True,
+        outcome_targets=True,
     )
 
 
@@ -107,17 +136,11 @@ def test_the_search_value_target_is_for_the_player_to_move_and_mixes_linearly():
     for weight in (0.0, 0.25, 1.0):
         net = network()
         settings = SearchSettings(policy="gumbel", num_simulations=8)
-        data = SelfPlayDataModule(
-            BoardGameEnv(GAME, 4),
+        data = data_module(
             net,
-            lambda n: GameModel(GAME, n),
             settings,
             TrainerConfig(batch_size=64, warmup_moves=40, num_games=4),
             AlgoConfig(search_value_weight=weight),
-            outcome_replay(),
-            seed=0,
-            two_player=True,
-            outcome_targets=True,
         )
         batch = {k: v.numpy() for k, v in data.next_batch().items()}
         replay = data.replay
@@ -210,17 +233,11 @@ def test_a_checkpoint_of_the_former_alphazero_loop_resumes_its_weights_and_count
     """Checkpoints written before one self-play stack stored positions and move lists: the
     weights and counters go on, the games restart and self-play refills the replay."""
     net = network()
-    data = SelfPlayDataModule(
-        BoardGameEnv(GAME, 2),
+    data = data_module(
         net,
-        lambda n: GameModel(GAME, n),
         SearchSettings(num_simulations=4),
         TrainerConfig(batch_size=8, warmup_moves=30, num_games=2),
         AlgoConfig(),
-        outcome_replay(),
-        seed=0,
-        two_player=True,
-        outcome_targets=True,
     )
     former = {
         "actor_network": network(seed=1).state_dict(),
@@ -237,9 +254,10 @@ def test_a_checkpoint_of_the_former_alphazero_loop_resumes_its_weights_and_count
         },
     }
     data.load_state_dict(former)
-    assert (data.gradient_steps, data.actor.moves_played, data.actor.next_episode_id) == (12, 40, 9)
+    selfplay = data.actors.actor
+    assert (data.gradient_steps, selfplay.moves_played, selfplay.next_episode_id) == (12, 40, 9)
     assert data.refill_until == 70 and len(data.replay) == 0
-    loaded = data.actor_network.state_dict()
+    loaded = data.actors.network.state_dict()
     assert all(torch.equal(loaded[k], v) for k, v in former["actor_network"].items())
     assert len(data.next_batch()["value"]) == 8
 

@@ -1,0 +1,12 @@
+"""Self-play on Ray: the same actor as the embedded backend, in Ray actor processes on one
+machine or a cluster, feeding the learner (``backend=ray``; the ``distributed`` extra).
+
+- ``cluster``: starting or joining Ray, with a clear message when it is not installed;
+- ``worker``: ``ActorWorker``, one self-play actor in its own process;
+- ``ray_actors``: ``RayActors``, the learner's handle on them (weights out, episodes in, the
+  weight-lag bound, restarts, back-pressure).
+"""
+
+from mbrl.distributed.ray_actors import RayActors
+
+__all__ = ["RayActors"]

@@ -1,0 +1,105 @@
+"""The parts of a game run, built from its config: the one place that knows how, shared by the
+learner (``mbrl.train``) and the remote self-play actors (``mbrl.distributed``), so that an actor
+on another machine plays exactly what an embedded one would.
+
+AlphaZero and Gumbel AlphaZero search the true game (``GameModel``) and learn the K = 0 unroll
+whose value is the game's outcome (n covers the whole game, discount 1: a game cut off by the
+move limit is a draw); the learned-model algorithms search their network's model (``LatentModel``)
+and learn K-step unrolls.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+
+from games import BoardGame
+from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, TrainConfig
+from mbrl.environments import Environment, build_latent_network, make_environment
+from mbrl.networks import AlphaZeroNet
+from mbrl.selfplay.actor import SelfPlayActor
+from mbrl.selfplay.game_model import GameModel
+from mbrl.selfplay.latent_model import LatentModel
+
+
+class GameParts(NamedTuple):
+    environment: Environment
+    network: torch.nn.Module  # freshly initialised (torch's RNG)
+    make_model: Callable  # network -> the search's model (GameModel or LatentModel)
+    targets: AlgoConfig  # what the replay computes targets with (K, n, discount)
+    outcome_targets: bool  # AlphaZero's: the game's outcome (mixed with the search's Q)
+
+
+def build_network(game: BoardGame, model_cfg) -> AlphaZeroNet:
+    return AlphaZeroNet(
+        game.obs_shape,
+        game.num_actions,
+        channels=model_cfg.channels,
+        blocks=model_cfg.blocks,
+        value_hidden=model_cfg.value_hidden,
+    )
+
+
+def game_parts(cfg: TrainConfig, *, seed: int, batch_size: int | None = None) -> GameParts:
+    """The parts, with ``batch_size`` games in the environment (default: the self-play
+    actor's ``trainer.num_games``)."""
+    batch_size = cfg.trainer.num_games if batch_size is None else batch_size
+    environment = make_environment(cfg.game, batch_size, seed=seed)
+    algo, game = cfg.algo, environment.game
+    if algo.name in LATENT_ALGORITHMS:
+        network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
+
+        def make_model(net):
+            return LatentModel(
+                net,
+                discount=algo.discount,
+                two_player=environment.two_player,
+                value_prefix_horizon=algo.value_prefix_horizon,
+            )
+
+        return GameParts(environment, network, make_model, algo, outcome_targets=False)
+
+    targets = dataclasses.replace(
+        algo, unroll_steps=0, td_steps=game.max_moves, discount=1.0, dynamic_td_every=0
+    )
+    return GameParts(
+        environment,
+        build_network(game, cfg.model),
+        lambda net: GameModel(game, net),
+        targets,
+        outcome_targets=True,
+    )
+
+
+def actor_seed(seed: int, index: int) -> int:
+    """Actor ``index``'s seed: actor 0 plays the embedded run's games, the others their own."""
+    return seed if index == 0 else (seed * 1_000_003 + 7_919 * index) % 2**31
+
+
+def self_play_actor(cfg: TrainConfig, parts: GameParts, seed: int):
+    """``(actor, its network)``: the one self-play actor, searching with its own copy of the
+    network (the learner refreshes it)."""
+    network = copy.deepcopy(parts.network).eval().requires_grad_(False)
+    environment, targets = parts.environment, parts.targets
+    obs_shape, frame_stack = environment.obs_shape, environment.frame_stack
+    actor = SelfPlayActor(
+        environment.env,
+        parts.make_model(network),
+        cfg.search,
+        seed=seed,
+        # image observations are recorded as their newest frame (the replay rebuilds stacks)
+        frame_channels=obs_shape[0] // frame_stack if len(obs_shape) > 1 else None,
+        two_player=environment.two_player,
+        temperature_moves=cfg.trainer.temperature_moves,
+        segment_length=cfg.algo.segment_length,
+        segment_overlap=targets.td_steps + targets.unroll_steps,
+        frame_stack=frame_stack,
+        random_opening_moves=cfg.trainer.random_opening_moves,
+        resign_threshold=cfg.trainer.resign_threshold,
+        bootstrap_truncation=not parts.outcome_targets,  # AlphaZero: a cut-off game is a draw
+    )
+    return actor, network
