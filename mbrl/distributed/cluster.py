@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
 
 INSTALL = 'pip install -e ".[distributed]"  (or: pip install "ray>=2.30")'
 
@@ -15,13 +18,21 @@ def import_ray():
     return ray
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# The handlers ray.init replaced (its driver installs one for SIGTERM), given back by `disconnect`.
+_handlers_before_ray: dict[int, object] = {}
+
+
 def connect(backend) -> tuple[object, bool]:
     """``(ray, started)``: Ray, initialised as ``backend.address`` says; ``started`` is true
-    when this call started it (and the caller shuts it down). A Ray already initialised in this
-    process (a test's, a notebook's) is used as it is."""
+    when this call started it (and the caller ends it with `disconnect`). A Ray already
+    initialised in this process (a test's, a notebook's) is used as it is."""
     ray = import_ray()
     if ray.is_initialized():
+        check_resources(ray, backend)
         return ray, False
+    if threading.current_thread() is threading.main_thread():
+        _handlers_before_ray.update({number: signal.getsignal(number) for number in SIGNALS})
     quiet = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)
     if backend.address == "local":
         # Ray 2.5x+ wants a token unless told otherwise; a local, private instance needs none.
@@ -29,4 +40,41 @@ def connect(backend) -> tuple[object, bool]:
         ray.init(num_cpus=backend.num_cpus or None, **quiet)
     else:
         ray.init(address=backend.address, **quiet)
+    try:
+        check_resources(ray, backend)
+    except ValueError:
+        disconnect(ray)
+        raise
     return ray, True
+
+
+def check_resources(ray, backend) -> None:
+    """Refuse a run whose roles need more CPUs or GPUs than the cluster has: Ray would wait
+    for them without a word (an autoscaling cluster grows first, so it is only told)."""
+    for resource, per_actor, per_reanalyzer in (
+        ("CPU", backend.actor_cpus, backend.reanalyzer_cpus),
+        ("GPU", backend.actor_gpus, 0.0),
+    ):
+        needed = backend.actors * per_actor + backend.reanalyzers * per_reanalyzer
+        there = ray.cluster_resources().get(resource, 0.0)
+        if needed <= there:
+            continue
+        message = (
+            f"backend=ray needs {needed:g} {resource}s (backend.actors={backend.actors} x "
+            f"{per_actor:g} + backend.reanalyzers={backend.reanalyzers} x {per_reanalyzer:g}) "
+            f"but the Ray cluster has {there:g}: lower backend.actors or the per-role "
+            f"resources, or add nodes"
+        )
+        if backend.address == "local":
+            raise ValueError(message)
+        print(f"warning: {message}; waiting for the cluster to grow", file=sys.stderr)
+
+
+def disconnect(ray) -> None:
+    """Shut down the Ray that `connect` started and give back the signal handlers it replaced,
+    so that a process that goes on (a test session, a notebook) stops as it did before."""
+    ray.shutdown()
+    for number, handler in _handlers_before_ray.items():
+        if handler is not None:  # None: set outside Python, nothing to give back
+            signal.signal(number, handler)
+    _handlers_before_ray.clear()

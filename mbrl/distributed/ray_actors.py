@@ -29,8 +29,8 @@ from typing import NamedTuple
 import torch
 
 from mbrl.config import TrainConfig
-from mbrl.distributed.cluster import connect
-from mbrl.distributed.worker import ActorWorker
+from mbrl.distributed.cluster import connect, disconnect
+from mbrl.distributed.worker import ActorWorker, as_numpy, as_torch
 
 MAX_FAILURES = 6  # failed tries of one request (~6 s of retries) before the run gives up
 
@@ -66,8 +66,9 @@ class RayActors:
         self.workers = [remote.remote(cfg, index) for index in range(backend.actors)]
         # Each actor's state and totals at its last reply (the start: each builds its own).
         replies = self.ray.get([worker.state.remote() for worker in self.workers])
-        self.states = [state for state, _ in replies]
-        self.totals = [counters for _, counters in replies]
+        self.incarnations = [incarnation for incarnation, _, _ in replies]
+        self.states = [state for _, state, _ in replies]
+        self.totals = [counters for _, _, counters in replies]
         self.resend_state = [False] * len(self.workers)
         self.deliver = lambda episodes: None
         self.version = 0  # publications so far
@@ -129,6 +130,10 @@ class RayActors:
         start = time.perf_counter()
         try:
             played = self.ray.get(ref)
+            if played.incarnation != self.incarnations[request.actor]:
+                # Restarted between two requests: it played from its initial state.
+                self.incarnations[request.actor] = played.incarnation
+                raise self.ray.exceptions.RayActorError()
         except self.ray.exceptions.RayActorError as error:
             self.wait_seconds += time.perf_counter() - start
             if failures + 1 >= MAX_FAILURES:
@@ -149,10 +154,10 @@ class RayActors:
             return self._take(self._launch(request.actor, request.temperature), failures + 1)
         self.wait_seconds += time.perf_counter() - start
         actor = request.actor
+        self.actor_moves[actor] += played.counters["moves"] - self.totals[actor]["moves"]
         self.states[actor], self.totals[actor] = played.state, played.counters
         for name, value in played.timings.items():
             self.timings[name] += value
-        self.actor_moves[actor] += sum(len(episode.actions) for episode in played.episodes)
         self.actor_seconds[actor] += played.timings["seconds"]
         self.returns += played.returns
         lag = self.version - request.version
@@ -234,8 +239,8 @@ class RayActors:
         requests in flight are not in it: a resumed run plays them again."""
         return {
             "actor_network": self.weights,
-            "actor": self.states[0],
-            "more_actors": self.states[1:],
+            "actor": as_torch(self.states[0]),
+            "more_actors": [as_torch(state) for state in self.states[1:]],
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -250,6 +255,7 @@ class RayActors:
                 file=sys.stderr,
             )
         for actor, actor_state in enumerate(states[: len(self.workers)]):
+            actor_state = as_numpy(actor_state)
             self.states[actor], self.totals[actor] = actor_state, counters_of(actor_state)
             self.resend_state[actor] = True
 
@@ -258,7 +264,7 @@ class RayActors:
             self.ray.kill(worker)
         self.workers = []
         if self._started_ray:
-            self.ray.shutdown()
+            disconnect(self.ray)
             self._started_ray = False
 
 
