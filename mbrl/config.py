@@ -200,7 +200,8 @@ class BackendConfig:
     """Where self-play runs. ``embedded``: in the learner's process, one actor, exactly
     reproducible (the default, what CI runs). ``ray``: ``actors`` Ray actors, each the same
     self-play actor (``trainer.num_games`` games in lockstep), feeding the learner, which keeps
-    the replay and the checkpoint (``mbrl.distributed``)."""
+    the replay and the checkpoint, and ``reanalyzers`` Ray workers refreshing its targets
+    (``mbrl.distributed``)."""
 
     name: str = "embedded"  # embedded | ray
     # ray: "local" starts Ray in this process; "auto" joins the cluster of `ray start`; or an
@@ -214,6 +215,10 @@ class BackendConfig:
     # actor then plays exactly the embedded run. > 0: actors play ahead, asynchronously.
     max_weight_lag: int = 0
     steps_per_request: int = 1  # lockstep steps (num_games moves each) per call to an actor
+    # Learned models: Ray workers that reanalyse (target network values, search policies) the
+    # next batches while the learner trains on this one; 0 = in the learner, in turn.
+    reanalyzers: int = 0
+    reanalyzer_cpus: float = 1.0
     num_cpus: int = 0  # address=local: the CPUs Ray may schedule on; 0 = all
 
     def __post_init__(self):
@@ -222,7 +227,14 @@ class BackendConfig:
         for key in ("actors", "steps_per_request"):
             if getattr(self, key) < 1:
                 raise ValueError(f"backend.{key} must be >= 1, got {getattr(self, key)}")
-        for key in ("max_weight_lag", "num_cpus", "actor_cpus", "actor_gpus"):
+        for key in (
+            "max_weight_lag",
+            "num_cpus",
+            "actor_cpus",
+            "actor_gpus",
+            "reanalyzers",
+            "reanalyzer_cpus",
+        ):
             if getattr(self, key) < 0:
                 raise ValueError(f"backend.{key} must be >= 0, got {getattr(self, key)}")
 

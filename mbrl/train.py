@@ -78,12 +78,15 @@ def build(cfg: TrainConfig, run_dir: Path):
         alpha=cfg.replay.alpha,
         beta=cfg.replay.beta,
     )
+    remote_reanalysis = None
     if embedded:
         actors = LocalActors(*self_play_actor(cfg, parts, seed=cfg.seed))
     else:
-        from mbrl.distributed import RayActors  # Ray is an extra
+        from mbrl.distributed import RayActors, RayReanalyzers  # Ray is an extra
 
         actors = RayActors(cfg, network)
+        if cfg.backend.reanalyzers:
+            remote_reanalysis = RayReanalyzers(cfg)
     data = SelfPlayDataModule(
         actors,
         network,
@@ -96,6 +99,7 @@ def build(cfg: TrainConfig, run_dir: Path):
         two_player=environment.two_player,
         symmetries=symmetries(cfg, environment.game),
         outcome_targets=parts.outcome_targets,
+        remote_reanalysis=remote_reanalysis,
     )
 
     def make_agent(net, simulations: int, name: str) -> SearchAgent:

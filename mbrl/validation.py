@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from games.opponents import OPPONENT_SPECS
 from mbrl import registry
+from mbrl.config import LATENT_ALGORITHMS as LATENT
 from mbrl.config import TrainConfig
 
 # Lower bounds of the counts a user sets, checked before anything is built so that the message
@@ -99,6 +100,12 @@ def validate(cfg: TrainConfig) -> None:
         raise ValueError(
             "algo.search_value_weight must be in [0, 1] (0 = the game outcome only), got "
             f"{cfg.algo.search_value_weight}"
+        )
+    if cfg.backend.reanalyzers and (cfg.backend.name != "ray" or cfg.algo.name not in LATENT):
+        raise ValueError(
+            f"backend.reanalyzers={cfg.backend.reanalyzers} needs backend=ray and a learned "
+            f"model (algo={' | '.join(LATENT)}), got backend={cfg.backend.name}, "
+            f"algo={cfg.algo.name}"
         )
     if cfg.backend.name == "ray" and kind == "text":
         raise ValueError(

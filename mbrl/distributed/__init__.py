@@ -4,9 +4,12 @@ machine or a cluster, feeding the learner (``backend=ray``; the ``distributed`` 
 - ``cluster``: starting or joining Ray, with a clear message when it is not installed;
 - ``worker``: ``ActorWorker``, one self-play actor in its own process;
 - ``ray_actors``: ``RayActors``, the learner's handle on them (weights out, episodes in, the
-  weight-lag bound, restarts, back-pressure).
+  weight-lag bound, restarts, back-pressure);
+- ``reanalyze_worker``, ``ray_reanalyzers``: reanalysis (learned models) on Ray workers, for
+  batches the learner samples ahead.
 """
 
 from mbrl.distributed.ray_actors import RayActors
+from mbrl.distributed.ray_reanalyzers import RayReanalyzers
 
-__all__ = ["RayActors"]
+__all__ = ["RayActors", "RayReanalyzers"]

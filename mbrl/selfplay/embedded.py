@@ -27,6 +27,7 @@ Lightning checkpoint, which is what lets a killed run resume.
 
 from __future__ import annotations
 
+import collections
 import math
 import sys
 import time
@@ -84,6 +85,7 @@ class SelfPlayDataModule(L.LightningDataModule):
         two_player: bool = False,
         symmetries: BoardSymmetries | None = None,
         outcome_targets: bool = False,
+        remote_reanalysis=None,  # mbrl.distributed.RayReanalyzers (learned models)
     ):
         super().__init__()
         self.loop, self.algo, self.replay = loop, algo, replay
@@ -96,7 +98,11 @@ class SelfPlayDataModule(L.LightningDataModule):
         actors.deliver = self._add_episodes
         self.reanalyzer = None
         if not outcome_targets:
-            self.reanalyzer = Reanalyzer(learner_network, make_model, replay, search, algo)
+            self.reanalyzer = Reanalyzer(
+                learner_network, make_model, replay, search, algo, remote=remote_reanalysis
+            )
+        # Remote reanalysis: batches sampled ahead, reanalysed while the learner trains.
+        self.pipeline: collections.deque = collections.deque()
         self.rng = np.random.default_rng(seed)
         self.gradient_steps = 0
         self.last_sync = 0
@@ -117,6 +123,8 @@ class SelfPlayDataModule(L.LightningDataModule):
 
     def teardown(self, stage: str) -> None:
         self.actors.close()
+        if self.reanalyzer is not None and self.reanalyzer.remote is not None:
+            self.reanalyzer.remote.close()
 
     @property
     def moves_played(self) -> int:
@@ -193,10 +201,15 @@ class SelfPlayDataModule(L.LightningDataModule):
 
     def _unroll_batch(self) -> dict[str, np.ndarray]:
         self.reanalyzer.refresh(self.gradient_steps)
-        unroll = self.replay.sample(
-            self.loop.batch_size, self.rng, future_obs=self.algo.consistency_weight > 0
-        )
-        value, policy = self.reanalyzer.targets(unroll)
+        if self.reanalyzer.remote is None:
+            unroll = self._sample_unroll()
+            value, policy = self.reanalyzer.targets(unroll)
+        else:  # keep `depth` batches in the workers while this one trains
+            while len(self.pipeline) <= self.reanalyzer.remote.depth:
+                unroll = self._sample_unroll()
+                self.pipeline.append((unroll, self.reanalyzer.submit(unroll)))
+            unroll, ticket = self.pipeline.popleft()
+            value, policy = self.reanalyzer.collect(unroll, ticket)
         batch = {
             "obs": unroll.obs,
             "legal": unroll.legal,
@@ -214,6 +227,10 @@ class SelfPlayDataModule(L.LightningDataModule):
             batch["future_obs"] = unroll.future_obs
         return batch
 
+    def _sample_unroll(self):
+        future_obs = self.algo.consistency_weight > 0
+        return self.replay.sample(self.loop.batch_size, self.rng, future_obs=future_obs)
+
     def update_priorities(self, indices: torch.Tensor, errors: torch.Tensor) -> None:
         """New priorities from the learner."""
         if self.replay.prioritized:
@@ -230,8 +247,10 @@ class SelfPlayDataModule(L.LightningDataModule):
         out["replay/size"] = float(len(self.replay))
         out["selfplay/collect_seconds"] = self.collect_seconds  # the learner's wait, all told
         out["selfplay/temperature"] = self.temperature
-        if self.reanalyzer is not None:
+        if self.reanalyzer is not None:  # with remote workers: the learner's wait for them
             out["selfplay/reanalyze_seconds"] = self.reanalyzer.seconds
+            if self.reanalyzer.remote is not None:
+                out["ray/reanalyzer_restarts"] = float(self.reanalyzer.remote.restarts)
         out.update(self.actors.stats())  # the backend's own (Ray: weight lag, queues, ...)
         recent = np.asarray(self.actors.take_returns())
         if len(recent):

@@ -4,6 +4,11 @@ A target network (a copy of the learner refreshed every ``algo.target_update_eve
 steps) re-estimates the n-step bootstrap values of every sample when ``algo.reanalyze_value``
 is on (EfficientZero), and re-runs the search for an ``algo.reanalyze_policy`` fraction of the
 samples to refresh their policy targets (MuZero Reanalyze).
+
+The work splits in three so that the middle part can run elsewhere (``backend.reanalyzers``:
+Ray workers, ``mbrl.distributed``): ``job`` gathers what the target network must see from the
+replay, `reanalyze` runs the target network and the search on it (no replay needed), ``apply``
+turns the fresh values and policies into targets.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -21,6 +27,38 @@ from mbrl.replay.episodes import EpisodeReplay, Unroll
 from search import SearchSettings
 
 
+class Job(NamedTuple):
+    """What the target network must see for one batch of unrolls."""
+
+    value_obs: np.ndarray | None  # [V, ...] observations at the bootstrap positions
+    policy_obs: np.ndarray | None  # [P, ...] observations whose policies are re-searched
+    policy_legal: np.ndarray | None  # [P, A]
+    policy_keys: np.ndarray | None  # [P] the search's keys (their replay positions)
+
+
+class Fresh(NamedTuple):
+    values: np.ndarray | None  # [V]
+    policies: np.ndarray | None  # [P, A]
+
+
+def reanalyze(model, settings: SearchSettings, job: Job) -> Fresh:
+    """The target network's values and search policies (no noise) for ``job``."""
+    values = None if job.value_obs is None else model.values(job.value_obs)
+    policies = None
+    if job.policy_obs is not None:
+        output = search.run(
+            model.root(job.policy_obs),
+            model.recurrent_fn,
+            settings,
+            legal_mask=job.policy_legal,
+            keys=job.policy_keys,
+            deterministic=settings.policy == "puct",
+            value_prefix_horizon=model.value_prefix_horizon,
+        )
+        policies = output.action_weights
+    return Fresh(values, policies)
+
+
 class Reanalyzer:
     def __init__(
         self,
@@ -29,6 +67,7 @@ class Reanalyzer:
         replay: EpisodeReplay,
         settings: SearchSettings,
         algo: AlgoConfig,
+        remote=None,  # mbrl.distributed.RayReanalyzers, or None: here
     ):
         self.learner_network = learner_network
         self.replay, self.settings, self.algo = replay, settings, algo
@@ -36,6 +75,7 @@ class Reanalyzer:
         self.model = make_model(self.network)
         self.last_update = 0
         self.seconds = 0.0
+        self.remote = remote
 
     def refresh(self, gradient_steps: int) -> None:
         """Copy the learner's weights once ``target_update_every`` steps have passed."""
@@ -44,48 +84,59 @@ class Reanalyzer:
             self.last_update = gradient_steps
 
     def targets(self, unroll: Unroll) -> tuple[np.ndarray, np.ndarray]:
-        """``(value [S, K+1], policy [S, K+1, A])`` targets, reanalyzed as configured."""
+        """``(value [S, K+1], policy [S, K+1, A])`` targets, reanalyzed here as configured."""
         start = time.perf_counter()
-        value = self._values(unroll) if self.algo.reanalyze_value else unroll.value
-        policy = unroll.policy
-        if self.algo.reanalyze_policy > 0:
-            policy = self._policy(unroll)
+        job = self.job(unroll)
+        fresh = reanalyze(self.model, self.settings, job)
         self.seconds += time.perf_counter() - start
-        return value, policy
+        return self.apply(unroll, fresh)
 
-    def _values(self, unroll: Unroll) -> np.ndarray:
-        """n-step targets with the bootstrap values recomputed by the target network."""
-        where = unroll.bootstrap_index >= 0
-        if not where.any():
-            return unroll.value
-        fresh = self.model.values(self.replay.observations(unroll.bootstrap_index[where]))
-        new_boot = unroll.bootstrap_value.copy()
-        new_boot[where] = fresh
-        delta = unroll.bootstrap_discount * (new_boot - unroll.bootstrap_value)
-        return (unroll.value + delta).astype(np.float32)
+    def submit(self, unroll: Unroll):
+        """Send ``unroll``'s reanalysis to the remote workers; a ticket for `collect`."""
+        return self.remote.submit(self.job(unroll), self.network, self.last_update)
 
-    def _policy(self, unroll: Unroll) -> np.ndarray:
-        """Fresh search policies (target network, no noise) for a fraction of the samples."""
+    def collect(self, unroll: Unroll, ticket) -> tuple[np.ndarray, np.ndarray]:
+        start = time.perf_counter()
+        fresh = self.remote.result(ticket)
+        self.seconds += time.perf_counter() - start
+        return self.apply(unroll, fresh)
+
+    def job(self, unroll: Unroll) -> Job:
+        value_obs = policy_obs = policy_legal = policy_keys = None
+        if self.algo.reanalyze_value and (unroll.bootstrap_index >= 0).any():
+            value_obs = self.replay.observations(
+                unroll.bootstrap_index[unroll.bootstrap_index >= 0]
+            )
+        positions = self._policy_positions(unroll)
+        if len(positions):
+            policy_obs = self.replay.observations(positions)
+            policy_legal = self.replay.legal[positions % self.replay.capacity]
+            policy_keys = positions.astype(np.uint64)
+        return Job(value_obs, policy_obs, policy_legal, policy_keys)
+
+    def _policy_positions(self, unroll: Unroll) -> np.ndarray:
+        """The replay positions of the ``reanalyze_policy`` fraction of samples (all K+1
+        steps that have a policy target)."""
         count = round(self.algo.reanalyze_policy * len(unroll.indices))
-        policy = unroll.policy.copy()
         inside = unroll.policy_mask[:count] > 0  # [count, K+1]
-        if count == 0 or not inside.any():
-            return policy
-        positions = (unroll.indices[:count, None] + np.arange(inside.shape[1]))[inside]
-        obs = self.replay.observations(positions)
-        legal = self.replay.legal[positions % self.replay.capacity]
-        output = search.run(
-            self.model.root(obs),
-            self.model.recurrent_fn,
-            self.settings,
-            legal_mask=legal,
-            keys=positions.astype(np.uint64),
-            deterministic=self.settings.policy == "puct",
-            value_prefix_horizon=self.model.value_prefix_horizon,
-        )
-        rows = policy[:count]
-        rows[inside] = output.action_weights
-        return policy
+        return (unroll.indices[:count, None] + np.arange(inside.shape[1]))[inside]
+
+    def apply(self, unroll: Unroll, fresh: Fresh) -> tuple[np.ndarray, np.ndarray]:
+        """The n-step targets with the bootstrap values recomputed, and the fresh policies in
+        their rows."""
+        value, policy = unroll.value, unroll.policy
+        if fresh.values is not None:
+            where = unroll.bootstrap_index >= 0
+            new_boot = unroll.bootstrap_value.copy()
+            new_boot[where] = fresh.values
+            delta = unroll.bootstrap_discount * (new_boot - unroll.bootstrap_value)
+            value = (unroll.value + delta).astype(np.float32)
+        if fresh.policies is not None:
+            count = round(self.algo.reanalyze_policy * len(unroll.indices))
+            policy = unroll.policy.copy()
+            rows = policy[:count]
+            rows[unroll.policy_mask[:count] > 0] = fresh.policies
+        return value, policy
 
     def state_dict(self) -> dict:
         return {"target_network": self.network.state_dict(), "last_target_update": self.last_update}

@@ -14,6 +14,8 @@ import pytest
 import torch
 
 from mbrl.checkpoint import load_checkpoint
+from mbrl.config import BackendConfig
+from mbrl.distributed.cluster import connect, disconnect
 from mbrl.train import train
 
 ray = pytest.importorskip("ray", reason="backend=ray needs the `distributed` extra")
@@ -25,11 +27,14 @@ MUZERO = ("algo=muzero", "trainer.torch_threads=1", "backend.actor_cpus=1")
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """One local Ray for the module (starting one takes seconds); runs use it as it is."""
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
-    yield ray
-    ray.shutdown()
+    """One local Ray for the module (starting one takes seconds); runs use it as it is. Ending
+    it gives back the signal handlers that ray.init replaced (later tests rely on them)."""
+    before = signal.getsignal(signal.SIGTERM)
+    started_ray, started = connect(BackendConfig(name="ray", num_cpus=2))
+    assert started and signal.getsignal(signal.SIGTERM) is not before  # Ray's driver handler
+    yield started_ray
+    disconnect(started_ray)
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def weights(run_dir: Path) -> dict[str, torch.Tensor]:
@@ -134,9 +139,61 @@ def test_a_killed_driver_resumes_from_the_learners_checkpoint(tmp_path):
     assert load_checkpoint(tmp_path)["global_step"] == 40
 
 
+def test_roles_that_need_more_cpus_than_a_local_ray_has_are_refused(local_ray, tiny_config):
+    from mbrl.distributed import RayActors
+
+    cfg = tiny_config("backend=ray", "backend.actors=2", "backend.reanalyzers=1", *MUZERO)
+    with pytest.raises(ValueError, match=r"needs 3 CPUs .* the Ray cluster has 2"):
+        RayActors(cfg, torch.nn.Linear(1, 1))
+
+
 def test_backend_ray_without_ray_says_how_to_install_it(monkeypatch):
     from mbrl.distributed.cluster import import_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as if not installed
     with pytest.raises(ValueError, match=r"pip install -e \"\.\[distributed\]\""):
         import_ray()
+
+
+def test_remote_reanalysis_computes_what_the_learner_would(local_ray, tiny_config):
+    import numpy as np
+
+    from mbrl.distributed import RayReanalyzers
+    from mbrl.parts import game_parts
+    from mbrl.selfplay.reanalyze import Job, reanalyze
+
+    cfg = tiny_config(*MUZERO, "backend=ray", "backend.actors=1", "backend.reanalyzers=1")
+    parts = game_parts(cfg, seed=0, batch_size=1)
+    network = parts.network.eval()
+    rng = np.random.default_rng(0)
+    obs = rng.integers(0, 2, (6, *parts.environment.obs_shape)).astype(np.float32)
+    legal = rng.random((6, parts.environment.num_actions)) < 0.7
+    legal[:, 0] = True
+    job = Job(obs[:4], obs, legal, np.arange(6, dtype=np.uint64))
+    remote = RayReanalyzers(cfg)
+    try:
+        fresh = remote.result(remote.submit(job, network, version=0))
+    finally:
+        remote.close()
+    here = reanalyze(parts.make_model(network), cfg.search, job)
+    np.testing.assert_array_equal(fresh.values, here.values)
+    np.testing.assert_array_equal(fresh.policies, here.policies)
+
+
+def test_reanalyzers_on_ray_train_and_survive_a_killed_worker(local_ray, tiny_config, tmp_path):
+    class KillReanalyzer(L.Callback):
+        killed = None
+
+        def on_train_batch_end(self, trainer, *args):
+            if trainer.global_step == 8:
+                worker = trainer.datamodule.reanalyzer.remote.workers[0]
+                self.killed = ray.get(worker.pid.remote())
+                os.kill(self.killed, signal.SIGKILL)
+
+    kill = KillReanalyzer()
+    overrides = ("backend=ray", "backend.actors=1", "backend.reanalyzers=1", *MUZERO)
+    overrides += ("algo.reanalyze_policy=0.5",)
+    summary = train(tiny_config(f"run_dir={tmp_path}", *overrides), callbacks=[kill])
+    assert summary["steps"] == 20 and kill.killed is not None
+    assert summary["selfplay"]["ray/reanalyzer_restarts"] == 1
+    assert summary["selfplay"]["selfplay/reanalyze_seconds"] > 0
