@@ -111,3 +111,9 @@ def validate_text(cfg: TextTrainConfig) -> None:
     """The core's checks, then the llm group's."""
     validate(cfg)
     check_at_least(cfg, AT_LEAST)
+    if cfg.backend.name == "ray" and cfg.llm.search_pass_budget:
+        raise ValueError(
+            f"llm.search_pass_budget={cfg.llm.search_pass_budget} buys each prompt as many "
+            "searches as the round's budget allows, which shards on Ray cannot agree on; use "
+            "backend=embedded or llm.search_pass_budget=0"
+        )

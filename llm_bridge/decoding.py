@@ -91,9 +91,14 @@ def decode(
     seed: int = 0,
     temperature: float = 1.0,
     settings: TreeSearchSettings | None = None,
+    first_row: int = 0,
 ) -> Decoded:
     """Run ``method`` on ``items``. ``budget`` is n for best-of-n, the width for beam and the
-    simulations per decision for mcts/gumbel (ignored by greedy and sample)."""
+    simulations per decision for mcts/gumbel (ignored by greedy and sample).
+
+    ``first_row``: ``items`` are rows ``first_row, first_row + 1, ...`` of a larger batch (a
+    shard, `llm_bridge.ray_decoding`): a search's keys follow the row, so a shard searches as
+    that batch would; samples draw from a stream of their own (``[seed, first_row]``)."""
     if method not in METHODS:
         raise ValueError(f"unknown decoding method {method!r}; choose one of {METHODS}")
     before = env.adapter.forward_passes
@@ -101,9 +106,9 @@ def decode(
     if method == "greedy":
         nodes = _rollout(env, items, None, 1.0)
     elif method == "sample":
-        nodes = _rollout(env, items, np.random.default_rng(seed), temperature)
+        nodes = _rollout(env, items, _sampling_rng(seed, first_row), temperature)
     elif method == "best_of_n":
-        nodes = _best_of_n(env, items, budget, seed, temperature)
+        nodes = _best_of_n(env, items, budget, _sampling_rng(seed, first_row), temperature)
     elif method == "beam":
         nodes = _beam(env, items, budget)
     else:
@@ -112,8 +117,13 @@ def decode(
             num_simulations=budget,
             policy=_SEARCH_POLICY[method],
         )
-        nodes, targets, solutions = _search_decode(env, env.reset(items), settings, seed)
+        roots = env.reset(items)
+        nodes, targets, solutions = _search_decode(env, roots, settings, seed, first_row)
     return _decoded(nodes, env.adapter.forward_passes - before, targets, solutions)
+
+
+def _sampling_rng(seed: int, first_row: int) -> np.random.Generator:
+    return np.random.default_rng(seed if first_row == 0 else [seed, first_row])
 
 
 def decode_distinct(
@@ -126,6 +136,7 @@ def decode_distinct(
     seed: int = 0,
     settings: TreeSearchSettings | None = None,
     pass_budget: int = 0,
+    first_row: int = 0,
 ) -> Decoded:
     """``searches`` searches of every item, one after another, each looking for a solution the
     earlier ones did not find: completions already found earn reward 0 in later searches, so a
@@ -140,7 +151,8 @@ def decode_distinct(
 
     Rows are item-major, as ``decode`` of each item repeated S times, S being the searches run
     (``len(rows) // len(items)``): row ``i * S + k`` is item i's k-th search. A row's reward is
-    1 only for a solution new to it; ``solutions`` holds the new ones."""
+    1 only for a solution new to it; ``solutions`` holds the new ones. ``first_row``: the
+    first item's index in a larger batch, as for `decode`."""
     if method not in ("mcts", "gumbel"):
         raise ValueError(f"decode_distinct needs a search method (mcts, gumbel), got {method!r}")
     if searches < 1:
@@ -167,7 +179,8 @@ def decode_distinct(
             roots = env.restart(known)
         # Seeds as without a budget, so its first `searches` match; an extra search's seed is
         # another round's (seed + 1), harmless since that round searches with another model.
-        nodes, targets, solutions = _search_decode(env, roots, settings, seed * searches + k)
+        search_seed = seed * searches + k
+        nodes, targets, solutions = _search_decode(env, roots, settings, search_seed, first_row)
         for found, new in zip(known, solutions, strict=True):
             found.update(new)
         runs.append((nodes, targets, solutions))
@@ -215,12 +228,10 @@ def _rollout(env: TextEnv, items, rng: np.random.Generator | None, temperature: 
     return nodes
 
 
-def _best_of_n(env: TextEnv, items, n: int, seed: int, temperature: float):
+def _best_of_n(env: TextEnv, items, n: int, rng: np.random.Generator, temperature: float):
     if n < 1:
         raise ValueError(f"best_of_n needs n >= 1, got {n}")
-    samples = _rollout(
-        env, [item for item in items for _ in range(n)], np.random.default_rng(seed), temperature
-    )
+    samples = _rollout(env, [item for item in items for _ in range(n)], rng, temperature)
     best = []
     for i in range(len(items)):
         group = samples[i * n : (i + 1) * n]
@@ -260,16 +271,19 @@ def _root_seeds(seed: int, rows: Sequence[int], move: int) -> np.ndarray:
     return np.array([(seed * 1_000_003 + row) * 1009 + move for row in rows], np.int64)
 
 
-def _search_decode(env: TextEnv, starts: list[TextNode], settings: TreeSearchSettings, seed: int):
-    """Searches from ``starts`` (one root per item) to the end: ``(final nodes, targets,
-    solutions)`` per item."""
+def _search_decode(
+    env: TextEnv, starts: list[TextNode], settings: TreeSearchSettings, seed: int, first_row: int
+):
+    """Searches from ``starts`` (one root per item, rows ``first_row + i`` of the batch) to the
+    end: ``(final nodes, targets, solutions)`` per item."""
     nodes = list(starts)
     targets: list[list[SearchTarget]] = [[] for _ in starts]
     solutions: list[list[tuple[int, ...]]] = [[] for _ in starts]
     move = 0
     while live := [i for i, n in enumerate(nodes) if not n.terminal]:
         roots = [nodes[i] for i in live]
-        output = _search(env, roots, settings, _root_seeds(seed, live, move))
+        rows = [first_row + i for i in live]
+        output = _search(env, roots, settings, _root_seeds(seed, rows, move))
         for j, (i, root) in enumerate(zip(live, roots, strict=True)):
             leaves = _verified_leaves(output.embeddings[j])
             if leaves:  # solved: return the first verified completion stored

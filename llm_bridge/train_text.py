@@ -39,7 +39,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from llm_bridge.adapter import check_overflow
 from llm_bridge.config import TextTrainConfig, validate_text
-from llm_bridge.decoding import TreeSearchSettings, decode, decode_distinct
+from llm_bridge.decoding import Decoded, TreeSearchSettings, decode, decode_distinct
 from llm_bridge.lm_checkpoint import KIND as LM_KIND
 from llm_bridge.lm_checkpoint import load_lm
 from llm_bridge.models import TinyLM, TinyLMSettings
@@ -105,18 +105,29 @@ def _round_items(train: list, count: int, seed: int, round_index: int) -> list:
     return [train[i] for i in order[:count]]
 
 
-def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int, network):
+def round_data(
+    cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int, network, decoders=None
+):
     """``(examples, stats)`` of one round of the configured algorithm, with ``network`` as it
-    is now (GRPO records its log-probs)."""
+    is now (GRPO records its log-probs); ``decoders`` (`llm_bridge.ray_decoding.RayDecoders`)
+    decode the round's prompts on Ray, or None: here."""
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
+
+    def decode_items(per_item: int, distinct: bool = False, **kwargs) -> Decoded:
+        if decoders is not None:
+            return decoders.decode(network, items, per_item, distinct=distinct, **kwargs)
+        if distinct:
+            return decode_distinct(env, items, **kwargs)
+        return decode(env, [item for item in items for _ in range(per_item)], **kwargs)
+
     if cfg.algo.name == "lm_distill":
         n, settings = llm.searches_per_prompt, distill_search_settings(cfg)
         method = "gumbel" if settings.policy == "gumbel" else "mcts"
         if llm.distinct_solutions:
-            decoded = decode_distinct(
-                env,
-                items,
-                method,
+            decoded = decode_items(
+                1,
+                distinct=True,
+                method=method,
                 searches=n,
                 budget=settings.num_simulations,
                 seed=seed,
@@ -125,14 +136,8 @@ def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int
             )
             n = len(decoded.rewards) // len(items)  # the budget may have bought more searches
         else:
-            repeated = [item for item in items for _ in range(n)]
-            decoded = decode(
-                env,
-                repeated,
-                method,
-                budget=settings.num_simulations,
-                seed=seed,
-                settings=settings,
+            decoded = decode_items(
+                n, method=method, budget=settings.num_simulations, seed=seed, settings=settings
             )
         examples = distill_examples(
             env,
@@ -145,7 +150,7 @@ def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int
         )
     else:
         n = llm.samples_per_prompt
-        decoded = decode(env, [item for item in items for _ in range(n)], "sample", seed=seed)
+        decoded = decode_items(n, method="sample", seed=seed)
         if cfg.algo.name == "lm_sft_verified":
             examples = verified_examples(env, items, decoded, n)
         else:
@@ -158,6 +163,9 @@ def round_data(cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int
     }
     if cfg.algo.name == "lm_distill":
         stats["searches_per_prompt"] = n
+    if decoders is not None:
+        stats["ray_decode_seconds"] = decoders.seconds
+        stats["ray_decoder_restarts"] = decoders.restarts
     return examples, stats
 
 
@@ -230,9 +238,17 @@ def train_text(cfg: TextTrainConfig) -> dict:
         llm.solutions_per_prompt,
     )
 
+    decoders = None
+    if cfg.backend.name == "ray":
+        from llm_bridge.ray_decoding import RayDecoders  # Ray is an extra
+
+        decoding = {k: getattr(llm, k) for k in ("candidates", "max_new_tokens", "overflow")}
+        settings = dataclasses.asdict(model.settings)
+        decoders = RayDecoders(cfg.backend, settings, task_spec(cfg), decoding)
+
     def collect(round_index: int) -> tuple[list, dict]:
         items = _round_items(split.round_prompts(), llm.round_prompts, cfg.seed, round_index)
-        return round_data(cfg, env, items, round_index, model)
+        return round_data(cfg, env, items, round_index, model, decoders=decoders)
 
     data = TextRounds(
         collect,
@@ -279,12 +295,16 @@ def train_text(cfg: TextTrainConfig) -> dict:
         num_sanity_val_steps=0,
         limit_val_batches=0,
     )
-    if data.total_steps > 0:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that")
-            trainer.fit(system, datamodule=data, ckpt_path=resume, weights_only=True)
-        if stop.received is not None:  # mid-round: everything, to resume from this step
-            trainer.save_checkpoint(last, weights_only=False)
+    try:
+        if data.total_steps > 0:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="You're resuming from a checkpoint")
+                trainer.fit(system, datamodule=data, ckpt_path=resume, weights_only=True)
+            if stop.received is not None:  # mid-round: everything, to resume from this step
+                trainer.save_checkpoint(last, weights_only=False)
+    finally:
+        if decoders is not None:
+            decoders.close()
     return {
         "run_dir": str(run_dir),
         "rounds": data.history,

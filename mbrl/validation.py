@@ -107,10 +107,10 @@ def validate(cfg: TrainConfig) -> None:
             f"model (algo={' | '.join(LATENT)}), got backend={cfg.backend.name}, "
             f"algo={cfg.algo.name}"
         )
-    if cfg.backend.name == "ray" and kind == "text":
+    if cfg.backend.name == "ray" and kind == "text" and cfg.backend.max_weight_lag:
         raise ValueError(
-            f"backend=ray plays games; algo={algorithm.name} (a language model) runs with "
-            "backend=embedded"
+            f"backend.max_weight_lag={cfg.backend.max_weight_lag}: a language model's round "
+            "decodes its prompts on Ray with the round's weights; use backend.max_weight_lag=0"
         )
     expected = algorithm.search_policy
     if expected is not None and cfg.search.policy != expected:

@@ -121,9 +121,9 @@ def test_init_from_accepts_extra_training_prompts_but_not_another_split(tmp_path
     train_text(composed("experiment=countdown_pretrain", f"run_dir={pretrain}", *TINY))
     searched = []
 
-    def last_prompts_only(cfg, env, items, round_index, network):  # all of them take minutes
+    def last_prompts_only(cfg, env, items, round_index, network, **kwargs):  # all take minutes
         searched.extend(items)
-        return round_data(cfg, env, items[-6:], round_index, network)
+        return round_data(cfg, env, items[-6:], round_index, network, **kwargs)
 
     monkeypatch.setattr(train_text_module, "round_data", last_prompts_only)
     extended = composed(
