@@ -111,7 +111,7 @@ class RayDecoders:
             return self._get(retry, job, weights, distinct, failures + 1)
 
     def close(self) -> None:
-        for worker in self.workers:
+        for worker in self.workers if self.ray.is_initialized() else ():  # not shut down yet
             self.ray.kill(worker)
         self.workers = []
         if self._started_ray:

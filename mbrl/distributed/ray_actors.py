@@ -260,7 +260,7 @@ class RayActors:
             self.resend_state[actor] = True
 
     def close(self) -> None:
-        for worker in self.workers:
+        for worker in self.workers if self.ray.is_initialized() else ():  # not shut down yet
             self.ray.kill(worker)
         self.workers = []
         if self._started_ray:

@@ -87,7 +87,7 @@ class RayReanalyzers:
         return fresh
 
     def close(self) -> None:
-        for worker in self.workers:
+        for worker in self.workers if self.ray.is_initialized() else ():  # not shut down yet
             self.ray.kill(worker)
         self.workers = []
         if self._started_ray:

@@ -122,9 +122,9 @@ class SelfPlayDataModule(L.LightningDataModule):
                 self.reanalyzer.network.to(trainer.strategy.root_device)
 
     def teardown(self, stage: str) -> None:
-        self.actors.close()
         if self.reanalyzer is not None and self.reanalyzer.remote is not None:
             self.reanalyzer.remote.close()
+        self.actors.close()  # last: it shuts down the Ray it started
 
     @property
     def moves_played(self) -> int:

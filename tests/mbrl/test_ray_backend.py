@@ -116,6 +116,9 @@ def test_a_killed_driver_resumes_from_the_learners_checkpoint(tmp_path):
         "backend=ray",
         "backend.actors=1",
         "backend.num_cpus=2",
+        # a learned model with a reanalyze worker: both roles end with the Ray the run started
+        "algo=muzero",
+        "backend.reanalyzers=1",
     ]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     # Its own session: killing it kills the local Ray it started too, leaving nothing behind.
