@@ -45,6 +45,11 @@ RUNS = {
         *("trainer.warmup_moves=200", "trainer.batch_size=32", "eval.every=0", "eval.games=2"),
         *("eval.opponents=[random]", "eval.elo_pool=0"),
     ],
+    "tictactoe_muzero_reanalyze": [  # the target network's values and re-searched policies
+        *("game=tic_tac_toe", "algo=muzero", "model=small", "trainer.max_steps=30"),
+        *("trainer.warmup_moves=200", "trainer.batch_size=32", "eval.every=0", "eval.games=2"),
+        *("eval.opponents=[random]", "eval.elo_pool=0", "algo.reanalyze_policy=0.5"),
+    ],
     "countdown_distill": [
         *("experiment=countdown_distill", "model.layers=1", "model.width=16", "model.heads=2"),
         *("search.num_simulations=4", "llm.pretrain_steps=30", "llm.round_steps=4"),
