@@ -112,6 +112,7 @@ def round_data(
     is now (GRPO records its log-probs); ``decoders`` (`llm_bridge.ray_decoding.RayDecoders`)
     decode the round's prompts on Ray, or None: here."""
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
+    ray_before = (decoders.seconds, decoders.restarts) if decoders is not None else None
 
     def decode_items(per_item: int, distinct: bool = False, **kwargs) -> Decoded:
         if decoders is not None:
@@ -163,9 +164,9 @@ def round_data(
     }
     if cfg.algo.name == "lm_distill":
         stats["searches_per_prompt"] = n
-    if decoders is not None:
-        stats["ray_decode_seconds"] = decoders.seconds
-        stats["ray_decoder_restarts"] = decoders.restarts
+    if decoders is not None:  # this round's
+        stats["ray_decode_seconds"] = decoders.seconds - ray_before[0]
+        stats["ray_decoder_restarts"] = decoders.restarts - ray_before[1]
     return examples, stats
 
 
