@@ -22,9 +22,7 @@ import numpy as np
 import torch
 
 from llm_bridge.decoding import Decoded, decode, decode_distinct
-from mbrl.distributed.cluster import connect, disconnect
-
-MAX_FAILURES = 6
+from mbrl.distributed.cluster import back_off, close_workers, connect, cpu_weights
 
 
 class DecodeWorker:
@@ -73,7 +71,7 @@ class RayDecoders:
         """`decode` (of every item repeated ``per_item`` times) or, ``distinct``,
         `decode_distinct` of ``items``, sharded over the workers by whole items."""
         start = time.perf_counter()
-        weights = self.ray.put({k: v.detach().cpu() for k, v in model.state_dict().items()})
+        weights = self.ray.put(cpu_weights(model))
         shards = [s for s in np.array_split(np.arange(len(items)), len(self.workers)) if len(s)]
         jobs = []
         for worker, shard in enumerate(shards):
@@ -101,22 +99,14 @@ class RayDecoders:
             return self.ray.get(ref)
         except self.ray.exceptions.RayActorError as error:
             worker = job[0]
-            if failures + 1 >= MAX_FAILURES:
-                raise RuntimeError(
-                    f"decode worker {worker} failed {MAX_FAILURES} tries in a row: {error}"
-                ) from None
+            back_off(f"decode worker {worker}", failures, error)
             self.restarts += failures == 0
-            time.sleep(0.1 * 2**failures)
             retry = self._send(worker, weights, job[1], job[2], distinct)
             return self._get(retry, job, weights, distinct, failures + 1)
 
     def close(self) -> None:
-        for worker in self.workers if self.ray.is_initialized() else ():  # not shut down yet
-            self.ray.kill(worker)
-        self.workers = []
-        if self._started_ray:
-            disconnect(self.ray)
-            self._started_ray = False
+        close_workers(self.ray, self.workers, self._started_ray)
+        self._started_ray = False
 
 
 def _concatenated(parts: list[Decoded]) -> Decoded:

@@ -1,4 +1,5 @@
-"""Start or join Ray for ``backend=ray``."""
+"""Start, join and leave Ray for ``backend=ray``, and what every role's handle shares:
+weights for the object store, the retry of a failed request, closing its workers."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 INSTALL = 'pip install -e ".[distributed]"  (or: pip install "ray>=2.30")'
 
@@ -78,3 +80,31 @@ def disconnect(ray) -> None:
         if handler is not None:  # None: set outside Python, nothing to give back
             signal.signal(number, handler)
     _handlers_before_ray.clear()
+
+
+MAX_FAILURES = 6  # failed tries of one request (~6 s of retries) before the run gives up
+
+
+def back_off(role: str, failures: int, error) -> None:
+    """Wait before retrying a request of ``role`` (``"decode worker 1"``) that failed
+    ``failures + 1`` times in a row; past `MAX_FAILURES`, give up naming the role."""
+    if failures + 1 >= MAX_FAILURES:
+        raise RuntimeError(
+            f"{role} failed {MAX_FAILURES} tries in a row; Ray's worker logs "
+            f"(/tmp/ray/session_latest/logs) say why: {error}"
+        ) from None
+    time.sleep(0.1 * 2**failures)
+
+
+def cpu_weights(network) -> dict:
+    """A copy of ``network``'s weights on the CPU, to send to workers."""
+    return {name: value.detach().cpu().clone() for name, value in network.state_dict().items()}
+
+
+def close_workers(ray, workers: list, started_ray: bool) -> None:
+    """Kill ``workers`` and, when this role started Ray (`connect`), shut it down."""
+    for worker in workers if ray.is_initialized() else ():  # not shut down yet
+        ray.kill(worker)
+    workers.clear()
+    if started_ray:
+        disconnect(ray)

@@ -29,10 +29,8 @@ from typing import NamedTuple
 import torch
 
 from mbrl.config import TrainConfig
-from mbrl.distributed.cluster import connect, disconnect
+from mbrl.distributed.cluster import back_off, close_workers, connect, cpu_weights
 from mbrl.distributed.worker import ActorWorker, as_numpy, as_torch
-
-MAX_FAILURES = 6  # failed tries of one request (~6 s of retries) before the run gives up
 
 
 class Request(NamedTuple):
@@ -72,7 +70,7 @@ class RayActors:
         self.resend_state = [False] * len(self.workers)
         self.deliver = lambda episodes: None
         self.version = 0  # publications so far
-        self.weights = _cpu_copy(learner_network)
+        self.weights = cpu_weights(learner_network)
         self._weights_ref = None
         self.held = [-1] * len(self.workers)  # the publication each actor holds
         self.in_flight: dict = {}  # ObjectRef -> Request
@@ -101,7 +99,7 @@ class RayActors:
             if request.version < self.version + 1 - self.lag:
                 self._take(ref)
         self.version += 1
-        self.weights = _cpu_copy(learner_network)
+        self.weights = cpu_weights(learner_network)
         self._weights_ref = None  # put into Ray's object store when an actor first needs it
 
     def _weights_for(self, actor: int):
@@ -136,11 +134,7 @@ class RayActors:
                 raise self.ray.exceptions.RayActorError()
         except self.ray.exceptions.RayActorError as error:
             self.wait_seconds += time.perf_counter() - start
-            if failures + 1 >= MAX_FAILURES:
-                raise RuntimeError(
-                    f"self-play actor {request.actor} failed {MAX_FAILURES} tries in a row; "
-                    f"Ray's worker logs (/tmp/ray/session_latest/logs) say why: {error}"
-                ) from None
+            back_off(f"self-play actor {request.actor}", failures, error)
             if failures == 0:  # a retry may find the actor still restarting: one death
                 self.restarts += 1
                 print(
@@ -148,7 +142,6 @@ class RayActors:
                     file=sys.stderr,
                     flush=True,
                 )
-            time.sleep(0.1 * 2**failures)
             self.held[request.actor] = -1
             self.resend_state[request.actor] = True
             return self._take(self._launch(request.actor, request.temperature), failures + 1)
@@ -260,13 +253,5 @@ class RayActors:
             self.resend_state[actor] = True
 
     def close(self) -> None:
-        for worker in self.workers if self.ray.is_initialized() else ():  # not shut down yet
-            self.ray.kill(worker)
-        self.workers = []
-        if self._started_ray:
-            disconnect(self.ray)
-            self._started_ray = False
-
-
-def _cpu_copy(network: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {name: value.detach().cpu().clone() for name, value in network.state_dict().items()}
+        close_workers(self.ray, self.workers, self._started_ray)
+        self._started_ray = False

@@ -15,11 +15,9 @@ from typing import NamedTuple
 import torch
 
 from mbrl.config import TrainConfig
-from mbrl.distributed.cluster import connect, disconnect
+from mbrl.distributed.cluster import back_off, close_workers, connect, cpu_weights
 from mbrl.distributed.reanalyze_worker import ReanalyzeWorker
 from mbrl.selfplay.reanalyze import Fresh, Job
-
-MAX_FAILURES = 6
 
 
 class Ticket(NamedTuple):
@@ -51,8 +49,7 @@ class RayReanalyzers:
     def submit(self, job: Job, network: torch.nn.Module, version: int) -> Ticket:
         """``job`` for the target ``network`` at ``version`` (which changes only when it does)."""
         if self.published[0] != version:
-            weights = {k: v.detach().cpu().clone() for k, v in network.state_dict().items()}
-            self.published = (version, self.ray.put(weights))
+            self.published = (version, self.ray.put(cpu_weights(network)))
         worker = self.next_worker
         self.next_worker = (worker + 1) % len(self.workers)
         return self._send(worker, job, version, self.published[1])
@@ -73,12 +70,7 @@ class RayReanalyzers:
             if version != ticket.version:  # restarted before it received the weights
                 raise self.ray.exceptions.RayActorError()
         except self.ray.exceptions.RayActorError as error:
-            if failures + 1 >= MAX_FAILURES:
-                raise RuntimeError(
-                    f"reanalyze worker {ticket.worker} failed {MAX_FAILURES} tries in a row: "
-                    f"{error}"
-                ) from None
-            time.sleep(0.1 * 2**failures)
+            back_off(f"reanalyze worker {ticket.worker}", failures, error)
             self.held[ticket.worker] = -1
             retry = self._send(ticket.worker, ticket.job, ticket.version, ticket.weights)
             return self.result(retry, failures + 1)
@@ -87,9 +79,5 @@ class RayReanalyzers:
         return fresh
 
     def close(self) -> None:
-        for worker in self.workers if self.ray.is_initialized() else ():  # not shut down yet
-            self.ray.kill(worker)
-        self.workers = []
-        if self._started_ray:
-            disconnect(self.ray)
-            self._started_ray = False
+        close_workers(self.ray, self.workers, self._started_ray)
+        self._started_ray = False
