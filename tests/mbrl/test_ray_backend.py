@@ -125,12 +125,18 @@ def test_a_killed_driver_resumes_from_the_learners_checkpoint(tmp_path):
     driver = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
     )
-    step = tmp_path / "checkpoints" / "step000010.ckpt"
+    # Lightning writes step000010.ckpt, then last.ckpt: killed between the two, there is no
+    # last.ckpt yet (a re-run would start from the step checkpoint, without replay). Wait for both.
+    written = [tmp_path / "checkpoints" / name for name in ("step000010.ckpt", "last.ckpt")]
     try:
         deadline = time.monotonic() + 120
-        while not step.exists() and driver.poll() is None and time.monotonic() < deadline:
+        while not all(p.exists() for p in written) and driver.poll() is None:
+            if time.monotonic() > deadline:
+                break
             time.sleep(0.1)
-        assert step.exists(), driver.stderr.read().decode()[-2000:] if driver.poll() else ""
+        assert all(p.exists() for p in written), (
+            driver.stderr.read().decode()[-2000:] if driver.poll() else ""
+        )
     finally:
         os.killpg(driver.pid, signal.SIGKILL)  # no chance to write anything more
         driver.wait()
