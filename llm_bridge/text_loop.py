@@ -25,10 +25,10 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader, RandomSampler
+from torch.utils.data import RandomSampler
 
 from llm_bridge.examples import SequenceExample, collate
-from mbrl.selfplay.embedded import BatchStream
+from mbrl.selfplay.batch_stream import stream_loader
 
 # (round index >= 1) -> (examples, stats): the round's own data, built with the current model
 Collect = Callable[[int], tuple[list[SequenceExample], dict]]
@@ -75,7 +75,7 @@ class TextRounds(L.LightningDataModule):
         return sum(self.round_steps(r) for r in range(self.first_round, self.rounds + 1))
 
     def train_dataloader(self):
-        return DataLoader(BatchStream(self, self.total_steps), batch_size=None, num_workers=0)
+        return stream_loader(self, self.total_steps)
 
     def next_batch(self) -> dict[str, torch.Tensor] | None:
         """The next batch of the round in progress, starting the next round when one is

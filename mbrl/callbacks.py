@@ -37,8 +37,8 @@ class SelfPlayMonitor(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         data = trainer.datamodule
         data.update_priorities(batch["indices"], outputs["priorities"])
-        if trainer.global_step % self.log_every:
-            return
+        if trainer.global_step % self.log_every or not trainer.is_global_zero:
+            return  # with several devices, rank 0 has the data module's counters
         now, stats = time.perf_counter(), data.stats()
         if self._last is not None:
             then, previous = self._last

@@ -170,6 +170,10 @@ class TrainerConfig:
     torch_threads: int = 0
     numba_threads: int = 1
     accelerator: str = "cpu"
+    # The learner on several devices of one node (Lightning's DDP): rank 0 plays and keeps the
+    # replay, every rank trains on a slice of the global batch (mbrl/selfplay/data_parallel.py).
+    devices: int = 1
+    strategy: str = "auto"  # auto (DDP when devices > 1) | ddp
     progress_bar: bool = True
 
 
@@ -268,6 +272,8 @@ RESUMABLE_CHANGES = (
     "trainer.log_every",
     "trainer.torch_threads",
     "trainer.numba_threads",
+    "trainer.devices",  # the gradient steps are the same on any number of devices
+    "trainer.strategy",
     "eval",
     "logger",
     "backend",  # where self-play runs, not what it plays: a run may move between backends

@@ -45,6 +45,10 @@ class GracefulStop(L.Callback):
         for number in SIGNALS:
             self._previous[number] = signal.signal(number, self._handle)
 
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.received is not None:
+            trainer.should_stop = True
+
     def on_train_end(self, trainer, pl_module) -> None:
         self._restore()
 
@@ -61,7 +65,9 @@ class GracefulStop(L.Callback):
             raise KeyboardInterrupt  # the second Ctrl-C: quit now, without a checkpoint
         first = self.received is None
         self.received = number
-        if self._trainer is not None:
+        # Several learner processes (DDP) must stop after the same step: there the request
+        # waits for `on_train_batch_end`, which comes before their common decision.
+        if self._trainer is not None and self._trainer.world_size == 1:
             self._trainer.should_stop = True
         if first:
             print(

@@ -22,7 +22,7 @@ from games import BoardGame
 from games.symmetry import GAME_SYMMETRIES, BoardSymmetries, board_symmetries
 from mbrl.agent import SearchAgent
 from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback, SelfPlayMonitor
-from mbrl.checkpoint import LAST, AtomicCheckpointIO
+from mbrl.checkpoint import LAST, AtomicCheckpointIO, resumable
 from mbrl.checkpoint import resume_point as find_resume_point
 from mbrl.config import TrainConfig
 from mbrl.environments import make_environment
@@ -32,6 +32,13 @@ from mbrl.parts import game_parts, self_play_actor
 from mbrl.quiet import quiet_third_party
 from mbrl.replay.episodes import EpisodeReplay
 from mbrl.run_dir import check_run_dir, claim_run_dir
+from mbrl.selfplay.data_parallel import (
+    FollowerData,
+    StopTogether,
+    is_follower,
+    learner_strategy,
+    syncs_batchnorm,
+)
 from mbrl.selfplay.embedded import SelfPlayDataModule
 from mbrl.selfplay.local_actors import LocalActors
 from mbrl.system import System
@@ -58,15 +65,7 @@ def build(cfg: TrainConfig, run_dir: Path):
     # The learner steps no games of its own when actors elsewhere play them.
     parts = game_parts(cfg, seed=cfg.seed, batch_size=None if embedded else 1)
     environment, network, algo = parts.environment, parts.network, cfg.algo
-    metadata = {
-        "game": environment.spec,
-        "model": dataclasses.asdict(cfg.model),
-        "search": dataclasses.asdict(cfg.search),
-        "algo": algo.name,
-        "config": dataclasses.asdict(cfg),
-    }
-    objective = AlphaZeroObjective() if parts.outcome_targets else MuZeroObjective(algo)
-    system = System(network, objective, cfg.optim, metadata=metadata)
+    system = _system(cfg, parts)
     replay = EpisodeReplay(
         cfg.replay.capacity,
         environment.obs_shape,
@@ -112,6 +111,24 @@ def build(cfg: TrainConfig, run_dir: Path):
         )
 
     return system, data, _evaluation(cfg, run_dir, environment, make_agent)
+
+
+def _system(cfg: TrainConfig, parts) -> System:
+    """The learner's LightningModule, with what eval and play need in its checkpoints."""
+    metadata = {
+        "game": parts.environment.spec,
+        "model": dataclasses.asdict(cfg.model),
+        "search": dataclasses.asdict(cfg.search),
+        "algo": cfg.algo.name,
+        "config": dataclasses.asdict(cfg),
+    }
+    objective = AlphaZeroObjective() if parts.outcome_targets else MuZeroObjective(cfg.algo)
+    return System(parts.network, objective, cfg.optim, metadata=metadata)
+
+
+def build_follower(cfg: TrainConfig) -> tuple[System, FollowerData]:
+    """Ranks 1..N-1 of a learner on several devices: the system, fed slices by rank 0."""
+    return _system(cfg, game_parts(cfg, seed=cfg.seed, batch_size=1)), FollowerData()
 
 
 def _evaluation(cfg: TrainConfig, run_dir: Path, environment, make_agent):
@@ -194,49 +211,44 @@ def train(cfg: TrainConfig, callbacks: Sequence[L.Callback] = ()) -> dict:
     """Train; returns a summary (steps, wall time, last evaluation, the signal that stopped it).
     ``callbacks``: more Lightning callbacks, after the run's own.
 
-    Nothing is written to ``cfg.run_dir`` until every part was built (`mbrl.run_dir`)."""
+    Nothing is written to ``cfg.run_dir`` until every part was built (`mbrl.run_dir`). With
+    ``trainer.devices`` > 1 Lightning re-runs the command once per further device; those
+    copies only train (`mbrl.selfplay.data_parallel`)."""
     validate(cfg)
-    check_run_dir(cfg)
+    follower = is_follower(cfg.trainer)
+    if not follower:
+        check_run_dir(cfg)
     quiet_third_party()
     configure_threads(
         torch_threads=cfg.trainer.torch_threads, numba_threads=cfg.trainer.numba_threads
     )
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     run_dir = Path(cfg.run_dir)
-    system, data, evaluation = build(cfg, run_dir)
-    claim_run_dir(cfg)
-    optim, t = system.optim, cfg.trainer
-    stop = GracefulStop()
-    evaluation.limit_training_time(t.max_train_minutes)
-    evaluation.watch(stop)
-    callbacks = [
-        SelfPlayMonitor(t.log_every),
-        evaluation,
-        _checkpoint_callback(run_dir, t.checkpoint_every),
-        stop,
-        *callbacks,
-    ]
+    t, stop = cfg.trainer, GracefulStop()
+    if follower:
+        system, data = build_follower(cfg)
+        own = [SelfPlayMonitor(t.log_every), _checkpoint_callback(run_dir, t.checkpoint_every)]
+    else:
+        system, data, evaluation = build(cfg, run_dir)
+        claim_run_dir(cfg)
+        evaluation.limit_training_time(t.max_train_minutes)
+        evaluation.watch(stop)
+        own = [
+            SelfPlayMonitor(t.log_every),
+            evaluation,
+            _checkpoint_callback(run_dir, t.checkpoint_every),
+        ]
+    callbacks = [*own, stop, *callbacks]
+    if t.devices > 1:
+        callbacks.append(StopTogether())  # after every callback that may ask to stop
     if t.progress_bar:
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, t.log_every)))
-    logger = TensorBoardLogger(run_dir, name="tb", version="") if cfg.logger.tensorboard else False
-    trainer = L.Trainer(
-        max_steps=t.max_steps,
-        max_time=datetime.timedelta(minutes=t.max_minutes) if t.max_minutes > 0 else None,
-        accelerator=t.accelerator,
-        devices=1,
-        logger=logger,
-        callbacks=callbacks,
-        plugins=[AtomicCheckpointIO()],
-        gradient_clip_val=optim.grad_clip or None,
-        log_every_n_steps=max(1, t.log_every),
-        enable_progress_bar=t.progress_bar,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        deterministic=False,
-    )
+    trainer = _trainer(cfg, run_dir, callbacks, grad_clip=system.optim.grad_clip)
     last = run_dir / "checkpoints" / LAST
-    resume = resume_point(cfg, last.parent, say=_say)
+    if follower:  # the checkpoint rank 0 chose (it removed any temporaries before starting us)
+        resume = resumable(last.parent)[0] if cfg.resume else None
+    else:
+        resume = resume_point(cfg, last.parent, say=_say)
     with warnings.catch_warnings():  # resuming into our own checkpoint directory is the point
         warnings.filterwarnings("ignore", message="Checkpoint directory .* exists and is not empty")
         # The stream reports a length only to stop Lightning's prefetch (see embedded.py).
@@ -248,6 +260,8 @@ def train(cfg: TrainConfig, callbacks: Sequence[L.Callback] = ()) -> dict:
         warnings.filterwarnings("ignore", message="Be aware that when using `ckpt_path`")
         trainer.fit(system, datamodule=data, ckpt_path=resume, weights_only=True)
     trainer.save_checkpoint(last, weights_only=False)  # everything, replay included
+    if follower:
+        return {"run_dir": str(run_dir), "steps": trainer.global_step, "rank": trainer.global_rank}
     return {
         "run_dir": str(run_dir),
         "steps": trainer.global_step,
@@ -257,6 +271,29 @@ def train(cfg: TrainConfig, callbacks: Sequence[L.Callback] = ()) -> dict:
         "interrupted": stop.signal_name,
         "selfplay": data.stats(),  # counters and time split of the whole run
     }
+
+
+def _trainer(cfg: TrainConfig, run_dir: Path, callbacks, grad_clip: float) -> L.Trainer:
+    t = cfg.trainer
+    logger = TensorBoardLogger(run_dir, name="tb", version="") if cfg.logger.tensorboard else False
+    return L.Trainer(
+        max_steps=t.max_steps,
+        max_time=datetime.timedelta(minutes=t.max_minutes) if t.max_minutes > 0 else None,
+        accelerator=t.accelerator,
+        devices=t.devices,
+        strategy=learner_strategy(t),
+        sync_batchnorm=syncs_batchnorm(t),
+        logger=logger,
+        callbacks=callbacks,
+        plugins=[AtomicCheckpointIO()],
+        gradient_clip_val=grad_clip or None,
+        log_every_n_steps=max(1, t.log_every),
+        enable_progress_bar=t.progress_bar,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        deterministic=False,
+    )
 
 
 def _say(message: str) -> None:

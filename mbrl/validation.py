@@ -23,6 +23,7 @@ AT_LEAST = {
     "trainer.log_every": 0,
     "trainer.torch_threads": 0,
     "trainer.numba_threads": 0,
+    "trainer.devices": 1,
     "search.num_simulations": 1,
     "search.eval_simulations": 0,
     "search.max_num_considered_actions": 1,
@@ -112,9 +113,35 @@ def validate(cfg: TrainConfig) -> None:
             f"backend.max_weight_lag={cfg.backend.max_weight_lag}: a language model's round "
             "decodes its prompts on Ray with the round's weights; use backend.max_weight_lag=0"
         )
+    _check_devices(cfg)
     expected = algorithm.search_policy
     if expected is not None and cfg.search.policy != expected:
         raise ValueError(
             f"algo {cfg.algo.name} searches with search.policy={expected}, got "
             f"{cfg.search.policy!r}"
+        )
+
+
+STRATEGIES = ("auto", "ddp")
+
+
+def _check_devices(cfg: TrainConfig) -> None:
+    """The learner's devices: DDP slices the global batch, so it must divide evenly."""
+    trainer = cfg.trainer
+    if trainer.strategy not in STRATEGIES:
+        raise ValueError(
+            f"trainer.strategy must be one of {' | '.join(STRATEGIES)} (auto: DDP when "
+            f"trainer.devices > 1), got {trainer.strategy!r}"
+        )
+    if trainer.devices == 1:
+        return
+    if cfg.game.kind == "text":
+        raise ValueError(
+            f"trainer.devices={trainer.devices}: a language model's rounds train on one device; "
+            "use trainer.devices=1 (backend=ray spreads its decoding instead)"
+        )
+    if trainer.batch_size % trainer.devices:
+        raise ValueError(
+            f"trainer.batch_size={trainer.batch_size} must be a multiple of trainer.devices="
+            f"{trainer.devices}: every device trains on an equal slice of each batch"
         )

@@ -33,6 +33,10 @@ def _train(cfg: DictConfig) -> None:
     config = to_train_config(cfg)
     validate(config)  # an unknown algorithm or a mismatched game kind, before importing
     summary = registry.train_function(config.algo.name)(config)
+    from mbrl.selfplay.data_parallel import is_follower  # after training, like the trainer
+
+    if is_follower(config.trainer):  # a further device's copy of the command: rank 0 reports
+        return
     print(json.dumps(summary, indent=1, default=str))
     if summary.get("interrupted"):  # SIGTERM or Ctrl-C: last.ckpt is written; say so, fail
         print(

@@ -22,7 +22,8 @@ replay:
   with weight ``algo.search_value_weight`` with the search's Q of the move played.
 
 The module's ``state_dict`` (replay, games in progress, RNG, counters) is saved inside every
-Lightning checkpoint, which is what lets a killed run resume.
+Lightning checkpoint, which is what lets a killed run resume. With several learner devices
+this module lives on rank 0 and hands each rank a slice of every batch (`data_parallel`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ from collections.abc import Callable
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, IterableDataset
 
 from games.symmetry import BoardSymmetries
 from mbrl.config import AlgoConfig, TrainerConfig
 from mbrl.replay.episodes import EpisodeReplay
+from mbrl.selfplay.batch_stream import stream_loader
+from mbrl.selfplay.data_parallel import gather_priorities, scatter_batch
 from mbrl.selfplay.reanalyze import Reanalyzer
 from search import SearchSettings
 
@@ -51,23 +53,6 @@ def scheduled_temperature(schedule, progress: float) -> float:
         if progress >= start:
             temperature = value
     return float(temperature)
-
-
-class BatchStream(IterableDataset):
-    """Endless batches. It reports a length so that Lightning does not fetch a batch ahead:
-    a prefetched batch would be sampled (and its moves played) before the checkpoint of the
-    previous step, and lost on resume."""
-
-    def __init__(self, source, length: int):  # source.next_batch() -> the next batch
-        self.source = source
-        self.length = length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __iter__(self):
-        while (batch := self.source.next_batch()) is not None:  # None: the source is done
-            yield batch
 
 
 class SelfPlayDataModule(L.LightningDataModule):
@@ -112,11 +97,13 @@ class SelfPlayDataModule(L.LightningDataModule):
         self.refill_until = 0
         self.temperature = 1.0
         self.game_lengths: list[int] = []
+        self.world_size = 1
 
     def setup(self, stage: str) -> None:
         """Self-play searches on the learner's device (a GPU when training on one)."""
         trainer = getattr(self, "trainer", None)
         if trainer is not None:
+            self.world_size = trainer.world_size  # > 1: slices for the other ranks (DDP)
             self.actors.to(trainer.strategy.root_device)
             if self.reanalyzer is not None:
                 self.reanalyzer.network.to(trainer.strategy.root_device)
@@ -134,8 +121,7 @@ class SelfPlayDataModule(L.LightningDataModule):
 
     def train_dataloader(self):
         trainer = getattr(self, "trainer", None)
-        length = trainer.max_steps if trainer is not None and trainer.max_steps > 0 else 2**62
-        return DataLoader(BatchStream(self, length), batch_size=None, num_workers=0)
+        return stream_loader(self, 0 if trainer is None else trainer.max_steps)
 
     def moves_needed(self, gradient_steps: int) -> int:
         return self.loop.warmup_moves + math.ceil(gradient_steps / self.loop.replay_ratio)
@@ -151,6 +137,8 @@ class SelfPlayDataModule(L.LightningDataModule):
         while self.moves_played < needed or not len(self.replay):
             self.actors.collect(needed, self.temperature)
         self.collect_seconds += time.perf_counter() - start
+        if self.world_size > 1:  # rank 0 of a DDP learner: every rank trains on a slice
+            return scatter_batch(self.sample_batch(), self.world_size)
         return self.sample_batch()
 
     def _sync_weights(self) -> None:
@@ -232,7 +220,9 @@ class SelfPlayDataModule(L.LightningDataModule):
         return self.replay.sample(self.loop.batch_size, self.rng, future_obs=future_obs)
 
     def update_priorities(self, indices: torch.Tensor, errors: torch.Tensor) -> None:
-        """New priorities from the learner."""
+        """New priorities from the learner (from every rank's slice, with several devices)."""
+        if self.world_size > 1:
+            indices, errors = gather_priorities(indices, errors)
         if self.replay.prioritized:
             self.replay.update_priorities(indices.cpu().numpy(), errors.float().cpu().numpy())
 

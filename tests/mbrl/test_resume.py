@@ -111,6 +111,7 @@ def test_a_stop_signal_writes_last_ckpt_before_exiting(tmp_path, number):
 def test_a_stop_signal_abandons_an_evaluation_in_progress():
     class Trainer:
         should_stop = False
+        world_size = 1
 
     stop, trainer = GracefulStop(), Trainer()
     before = signal.getsignal(signal.SIGTERM)
