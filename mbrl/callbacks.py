@@ -55,19 +55,30 @@ class SelfPlayMonitor(L.Callback):
 
 
 class PeriodicEvaluation(L.Callback, ABC):
-    """Runs ``evaluate`` every ``every`` gradient steps and once at the end (unless the last
-    step was just evaluated), keeping the training clock without the evaluations' time."""
+    """Evaluates every ``every`` gradient steps and once at the end (unless the last step was
+    just evaluated), keeping the training clock without the evaluations' time.
+
+    An evaluation is `measure` (play the games: in any process) then `report` (TensorBoard,
+    ``eval.jsonl``, the console, the decision to stop: the learner). By default the learner
+    measures in turn; with `evaluate_remotely` (``backend.evaluators``) Ray workers measure a
+    copy of the weights while the learner trains on, and each record is reported, under the
+    step it was taken at, once it is back."""
 
     every: int
     _clock: float | None = None
     train_seconds: float = 0.0
     max_train_seconds: float = 0.0  # 0 = no limit; see `limit_training_time`
     stop: GracefulStop | None = None  # a stop signal skips or abandons evaluations
+    remote = None  # mbrl.distributed.RayEvaluators, or None: measured here, in turn
 
     def watch(self, stop: GracefulStop) -> None:
         """After ``stop`` receives a signal, evaluations are skipped, and one in progress is
         abandoned: the run should end quickly with its checkpoint."""
         self.stop = stop
+
+    def evaluate_remotely(self, evaluators) -> None:
+        """Measure on ``evaluators`` (`mbrl.distributed.RayEvaluators`), which this closes."""
+        self.remote = evaluators
 
     def limit_training_time(self, minutes: float) -> None:
         """Stop once the training clock (evaluations excluded) passes ``minutes``: a time budget
@@ -86,6 +97,9 @@ class PeriodicEvaluation(L.Callback, ABC):
         """True when a resumed run had already met its stopping condition."""
         return False
 
+    def _stopping(self) -> bool:
+        return self.stop is not None and self.stop.received is not None
+
     def on_train_start(self, trainer, pl_module):
         self._clock = time.perf_counter()
         if self._resumed_done() or self._out_of_time():
@@ -94,18 +108,32 @@ class PeriodicEvaluation(L.Callback, ABC):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if self.every and trainer.global_step % self.every == 0:
             self._evaluate_unless_stopped(trainer, pl_module)
+        if self.remote is not None:
+            self._report_all(trainer, self.remote.finished())
         if self._out_of_time():
             trainer.should_stop = True
 
     def on_train_end(self, trainer, pl_module):
         if not self.every or trainer.global_step % self.every:
             self._evaluate_unless_stopped(trainer, pl_module)
+        if self.remote is not None:
+            if not self._stopping():  # a stop signal abandons evaluations in progress
+                self._report_all(trainer, self.remote.drain())
+            self._close_remote()
+
+    def on_exception(self, trainer, pl_module, exception):
+        self._close_remote()
+
+    def _close_remote(self) -> None:
+        if self.remote is not None:
+            self.remote.close()
+            self.remote = None
 
     def _evaluate_unless_stopped(self, trainer, pl_module) -> None:
         if self.stop is None:
             self.evaluate(trainer, pl_module)
             return
-        if self.stop.received is not None:
+        if self._stopping():
             return
         try:
             with self.stop.abortable():
@@ -113,9 +141,42 @@ class PeriodicEvaluation(L.Callback, ABC):
         except EvaluationAborted:
             self._clock = time.perf_counter()  # the training clock resumes (the run is ending)
 
+    def evaluate(self, trainer, pl_module) -> None:
+        """Measure the learner's network now (here, or handed to a remote evaluator, waiting
+        only while every evaluator is busy) and report what is measured."""
+        now = time.perf_counter()
+        self._pause_clock(now)
+        if self.remote is None:
+            network = copy.deepcopy(pl_module.network).eval()
+            record = self.measure(network, self.request(trainer))
+            self._report_all(trainer, [(record, network.state_dict())])
+        else:  # what finished first: with one evaluator the Elo pool is the learner's
+            self._report_all(trainer, self.remote.free_worker())
+            self.remote.submit(self.request(trainer), pl_module.network)
+        self._clock = time.perf_counter()
+        self._resume_clock(now, self._clock)
+
+    def _pause_clock(self, now: float) -> None:
+        self.train_seconds += now - (self._clock or now)
+
+    def _resume_clock(self, paused: float, now: float) -> None:
+        """Hook: the evaluation took ``now - paused`` seconds of the learner's time."""
+
+    def _report_all(self, trainer, measured) -> None:
+        for record, weights in measured:
+            self.report(trainer, record, weights)
+
     @abstractmethod
-    def evaluate(self, trainer, pl_module) -> dict:
-        """Evaluate now; returns the record written to the run directory."""
+    def request(self, trainer) -> dict:
+        """What `measure` needs besides the weights (step, clocks; plain values and tensors)."""
+
+    @abstractmethod
+    def measure(self, network, request: dict) -> dict:
+        """Play the evaluation with ``network``; returns its record (plain values)."""
+
+    @abstractmethod
+    def report(self, trainer, record: dict, weights: dict) -> None:
+        """Log and keep ``record`` (``weights``: the network it measured); may stop the run."""
 
 
 class EvaluationCallback(PeriodicEvaluation):
@@ -180,51 +241,67 @@ class EvaluationCallback(PeriodicEvaluation):
     def _resumed_done(self) -> bool:
         return self.stop_when_perfect and self.perfect_at is not None
 
-    def evaluate(self, trainer, pl_module) -> dict:
-        now = time.perf_counter()
-        self.train_seconds += now - (self._clock or now)
+    def _pause_clock(self, now: float) -> None:
         self.wall_seconds += now - (self._clock or now)
-        network = copy.deepcopy(pl_module.network).eval()
-        agent = self.make_agent(network, self.simulations, "agent")
-        step = trainer.global_step
-        record: dict = {
-            "step": step,
+        super()._pause_clock(now)
+
+    def _resume_clock(self, paused: float, now: float) -> None:
+        self.wall_seconds += now - paused
+
+    def request(self, trainer) -> dict:
+        return {
+            "step": trainer.global_step,
             "train_seconds": round(self.train_seconds, 2),
             "wall_seconds": round(self.wall_seconds, 2),  # up to the start of this evaluation
+            "pool": self.pool,  # earlier networks, the Elo anchors
         }
-        metrics = {}
+
+    def measure(self, network, request: dict) -> dict:
+        agent = self.make_agent(network, self.simulations, "agent")
+        record = {key: value for key, value in request.items() if key != "pool"}
         for index, opponent in enumerate(self.opponents):
             result = play_match(self.game, agent, opponent, self.games, seed=self.seed + index)
             record[opponent.name] = result.as_dict()
-            for key in ("wins", "draws", "losses"):
-                metrics[f"eval/{opponent.name}/{key}"] = getattr(result, key) / result.games
         if self.optimality is not None:
             record["policy_optimal"] = self.optimality(agent.model)
-            metrics["eval/policy_optimal"] = record["policy_optimal"]
         if self.exhaustive:
-            walked = play_exhaustively(self.game, agent)
-            record["exhaustive"] = walked.as_dict()
-            for seat in ("first", "second"):
-                metrics[f"eval/exhaustive/{seat}_losing_lines"] = getattr(walked, seat).losses
+            record["exhaustive"] = play_exhaustively(self.game, agent).as_dict()
         if self.elo_pool:
-            record["elo"] = self._rate(agent, network, step)
-            metrics["eval/elo"] = record["elo"]
+            record["elo"] = self._rate(agent, network, request["pool"])
+        return record
+
+    def report(self, trainer, record: dict, weights: dict) -> None:
         if trainer.logger is not None:
-            trainer.logger.log_metrics(metrics, step=step)
+            trainer.logger.log_metrics(self._metrics(record), step=record["step"])
         self._print(record)
         with self.log_path.open("a") as file:
             file.write(json.dumps(record) + "\n")
+        if self.elo_pool:
+            weights = {k: v.detach().clone() for k, v in weights.items()}
+            entry = {"step": record["step"], "rating": record["elo"], "weights": weights}
+            self.pool = [*self.pool, entry][-self.elo_pool :]
         if self.stop_when_perfect and _perfect(record):
             self.perfect_at = self.perfect_at or record
             trainer.should_stop = True
-        self._clock = time.perf_counter()
-        self.wall_seconds += self._clock - now
-        return record
 
-    def _rate(self, agent, network, step: int) -> float:
-        """Elo of the current network against the pool of earlier ones (the first is 0)."""
+    def _metrics(self, record: dict) -> dict[str, float]:
+        metrics = {}
+        for opponent in self.opponents:
+            result = record[opponent.name]
+            for key in ("wins", "draws", "losses"):
+                metrics[f"eval/{opponent.name}/{key}"] = result[key] / result["games"]
+        if "policy_optimal" in record:
+            metrics["eval/policy_optimal"] = record["policy_optimal"]
+        for seat, lines in record.get("exhaustive", {}).items():
+            metrics[f"eval/exhaustive/{seat}_losing_lines"] = lines["losses"]
+        if "elo" in record:
+            metrics["eval/elo"] = record["elo"]
+        return metrics
+
+    def _rate(self, agent, network, pool: list[dict]) -> float:
+        """Elo of ``network`` against the pool of earlier ones (the first is 0)."""
         results = []
-        for index, entry in enumerate(self.pool):
+        for index, entry in enumerate(pool):
             past = copy.deepcopy(network)
             past.load_state_dict(entry["weights"])
             opponent = self.make_agent(past, self.simulations, f"step{entry['step']}")
@@ -237,12 +314,7 @@ class EvaluationCallback(PeriodicEvaluation):
                 opening_plies=ELO_OPENING_PLIES,
             )
             results.append((entry["rating"], match.score, match.games))
-        rating = rate_against_pool(results) if results else 0.0
-        weights = {k: v.detach().clone() for k, v in network.state_dict().items()}
-        self.pool = [*self.pool, {"step": step, "rating": rating, "weights": weights}][
-            -self.elo_pool :
-        ]
-        return rating
+        return rate_against_pool(results) if results else 0.0
 
     def _print(self, record: dict) -> None:
         table = Table(title=f"evaluation at step {record['step']}", title_justify="left")
@@ -327,16 +399,18 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
     def _resumed_done(self) -> bool:
         return self.target_return is not None and self.solved_at is not None
 
-    def evaluate(self, trainer, pl_module) -> dict:
-        now = time.perf_counter()
-        self.train_seconds += now - (self._clock or now)
-        agent = self.make_agent(copy.deepcopy(pl_module.network).eval(), self.simulations, "agent")
-        returns = run_episodes(self.make_env(), agent.act, self.episodes, seed=self.seed + 10**6)
-        data = trainer.datamodule
-        record = {
+    def request(self, trainer) -> dict:
+        return {
             "step": trainer.global_step,
-            "env_steps": int(data.moves_played),
+            "env_steps": int(trainer.datamodule.moves_played),
             "train_seconds": round(self.train_seconds, 2),
+        }
+
+    def measure(self, network, request: dict) -> dict:
+        agent = self.make_agent(network, self.simulations, "agent")
+        returns = run_episodes(self.make_env(), agent.act, self.episodes, seed=self.seed + 10**6)
+        record = {
+            **request,
             "return_mean": float(np.mean(returns)),
             "return_median": float(np.median(returns)),
             "return_min": float(np.min(returns)),
@@ -345,13 +419,16 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
         }
         if self.normalize is not None:
             record["human_normalized_mean"] = float(np.mean([self.normalize(r) for r in returns]))
+        return record
+
+    def report(self, trainer, record: dict, weights: dict) -> None:
         if trainer.logger is not None:
             metrics = {
                 f"eval/{k}": v
                 for k, v in record.items()
                 if k.startswith("return_") or k.startswith("human_")
             }
-            trainer.logger.log_metrics(metrics, step=trainer.global_step)
+            trainer.logger.log_metrics(metrics, step=record["step"])
         Console(stderr=True).print(
             f"evaluation at step {record['step']} ({record['env_steps']} env steps): return "
             f"mean {record['return_mean']:.1f}, median {record['return_median']:.1f}, "
@@ -363,8 +440,6 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
         if self.target_return is not None and record["return_mean"] >= self.target_return:
             self.solved_at = self.solved_at or record
             trainer.should_stop = True
-        self._clock = time.perf_counter()
-        return record
 
     def state_dict(self) -> dict:
         return {"train_seconds": self.train_seconds, "solved_at": json.dumps(self.solved_at)}

@@ -204,8 +204,8 @@ class BackendConfig:
     """Where self-play runs. ``embedded``: in the learner's process, one actor, exactly
     reproducible (the default, what CI runs). ``ray``: ``actors`` Ray actors, each the same
     self-play actor (``trainer.num_games`` games in lockstep), feeding the learner, which keeps
-    the replay and the checkpoint, and ``reanalyzers`` Ray workers refreshing its targets
-    (``mbrl.distributed``)."""
+    the replay and the checkpoint, ``reanalyzers`` Ray workers refreshing its targets and
+    ``evaluators`` Ray workers evaluating copies of its weights (``mbrl.distributed``)."""
 
     name: str = "embedded"  # embedded | ray
     # ray: "local" starts Ray in this process; "auto" joins the cluster of `ray start`; or an
@@ -223,6 +223,10 @@ class BackendConfig:
     # next batches while the learner trains on this one; 0 = in the learner, in turn.
     reanalyzers: int = 0
     reanalyzer_cpus: float = 1.0
+    # Ray workers that play the evaluations on a copy of the weights while the learner trains
+    # on; 0 = the learner evaluates, in turn (its training clock stops meanwhile).
+    evaluators: int = 0
+    evaluator_cpus: float = 1.0
     num_cpus: int = 0  # address=local: the CPUs Ray may schedule on; 0 = all
 
     def __post_init__(self):
@@ -238,6 +242,8 @@ class BackendConfig:
             "actor_gpus",
             "reanalyzers",
             "reanalyzer_cpus",
+            "evaluators",
+            "evaluator_cpus",
         ):
             if getattr(self, key) < 0:
                 raise ValueError(f"backend.{key} must be >= 0, got {getattr(self, key)}")

@@ -1,6 +1,7 @@
 """The parts of a game run, built from its config: the one place that knows how, shared by the
-learner (``mbrl.train``) and the remote self-play actors (``mbrl.distributed``), so that an actor
-on another machine plays exactly what an embedded one would.
+learner (``mbrl.train``) and the remote actors, reanalyze workers and evaluators
+(``mbrl.distributed``), so that a role on another machine does exactly what it would in the
+learner's process.
 
 AlphaZero and Gumbel AlphaZero search the true game (``GameModel``) and learn the K = 0 unroll
 whose value is the game's outcome (n covers the whole game, discount 1: a game cut off by the
@@ -13,11 +14,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
 
 from games import BoardGame
+from mbrl.agent import SearchAgent
+from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback
 from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, TrainConfig
 from mbrl.environments import Environment, build_latent_network, make_environment
 from mbrl.networks import AlphaZeroNet
@@ -103,3 +107,65 @@ def self_play_actor(cfg: TrainConfig, parts: GameParts, seed: int):
         bootstrap_truncation=not parts.outcome_targets,  # AlphaZero: a cut-off game is a draw
     )
     return actor, network
+
+
+def evaluation_callback(cfg: TrainConfig, parts: GameParts):
+    """The run's evaluation: matches against opponents and Elo on board games, the mean return
+    elsewhere. The learner runs it as a callback; a Ray evaluator uses its ``measure``."""
+    environment, run_dir = parts.environment, Path(cfg.run_dir)
+
+    def make_agent(net, simulations: int, name: str) -> SearchAgent:
+        return SearchAgent(
+            parts.make_model(net.eval()),
+            cfg.search,
+            game=environment.game,
+            num_simulations=simulations,
+            name=name,
+        )
+
+    if environment.game is not None:
+        return EvaluationCallback(
+            environment.game, cfg.search, **_board_eval_args(cfg, run_dir), make_agent=make_agent
+        )
+    return EpisodeEvaluationCallback(
+        lambda: (
+            make_environment(
+                cfg.game, min(cfg.eval.games, 16), seed=cfg.seed + 1, training=False
+            ).env
+        ),
+        make_agent,
+        every=cfg.eval.every,
+        episodes=cfg.eval.games,
+        simulations=cfg.eval.simulations,
+        run_dir=run_dir,
+        seed=cfg.seed,
+        target_return=cfg.eval.target_return,
+        normalize=_human_normalizer(environment.spec),
+    )
+
+
+def _board_eval_args(cfg: TrainConfig, run_dir: Path) -> dict:
+    return dict(
+        every=cfg.eval.every,
+        games=cfg.eval.games,
+        opponents=list(cfg.eval.opponents),
+        simulations=cfg.eval.simulations,
+        elo_pool=cfg.eval.elo_pool,
+        elo_games=cfg.eval.elo_games,
+        optimality=cfg.eval.optimality,
+        exhaustive=cfg.eval.exhaustive,
+        stop_when_perfect=cfg.eval.stop_when_perfect,
+        run_dir=run_dir,
+        seed=cfg.seed,
+    )
+
+
+def _human_normalizer(spec: dict):
+    """Atari games with reference scores: raw return -> human-normalized score."""
+    if spec.get("kind") != "atari":
+        return None
+    from mbrl.evaluation.atari_scores import REFERENCE_SCORES, human_normalized
+
+    if spec["name"] not in REFERENCE_SCORES:
+        return None
+    return lambda score: human_normalized(spec["name"], score)

@@ -20,15 +20,13 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from games import BoardGame
 from games.symmetry import GAME_SYMMETRIES, BoardSymmetries, board_symmetries
-from mbrl.agent import SearchAgent
-from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback, SelfPlayMonitor
+from mbrl.callbacks import SelfPlayMonitor
 from mbrl.checkpoint import LAST, AtomicCheckpointIO, resumable
 from mbrl.checkpoint import resume_point as find_resume_point
 from mbrl.config import TrainConfig
-from mbrl.environments import make_environment
 from mbrl.graceful_stop import GracefulStop
 from mbrl.objectives import AlphaZeroObjective, MuZeroObjective
-from mbrl.parts import game_parts, self_play_actor
+from mbrl.parts import evaluation_callback, game_parts, self_play_actor
 from mbrl.quiet import quiet_third_party
 from mbrl.replay.episodes import EpisodeReplay
 from mbrl.run_dir import check_run_dir, claim_run_dir
@@ -101,16 +99,12 @@ def build(cfg: TrainConfig, run_dir: Path):
         remote_reanalysis=remote_reanalysis,
     )
 
-    def make_agent(net, simulations: int, name: str) -> SearchAgent:
-        return SearchAgent(
-            parts.make_model(net.eval()),
-            cfg.search,
-            game=environment.game,
-            num_simulations=simulations,
-            name=name,
-        )
+    evaluation = evaluation_callback(cfg, parts)
+    if cfg.backend.evaluators:
+        from mbrl.distributed import RayEvaluators
 
-    return system, data, _evaluation(cfg, run_dir, environment, make_agent)
+        evaluation.evaluate_remotely(RayEvaluators(cfg))
+    return system, data, evaluation
 
 
 def _system(cfg: TrainConfig, parts) -> System:
@@ -129,56 +123,6 @@ def _system(cfg: TrainConfig, parts) -> System:
 def build_follower(cfg: TrainConfig) -> tuple[System, FollowerData]:
     """Ranks 1..N-1 of a learner on several devices: the system, fed slices by rank 0."""
     return _system(cfg, game_parts(cfg, seed=cfg.seed, batch_size=1)), FollowerData()
-
-
-def _evaluation(cfg: TrainConfig, run_dir: Path, environment, make_agent):
-    """Board games: matches against opponents, Elo; other environments: mean return."""
-    if environment.game is not None:
-        return EvaluationCallback(
-            environment.game, cfg.search, **_board_eval_args(cfg, run_dir), make_agent=make_agent
-        )
-    return EpisodeEvaluationCallback(
-        lambda: (
-            make_environment(
-                cfg.game, min(cfg.eval.games, 16), seed=cfg.seed + 1, training=False
-            ).env
-        ),
-        make_agent,
-        every=cfg.eval.every,
-        episodes=cfg.eval.games,
-        simulations=cfg.eval.simulations,
-        run_dir=run_dir,
-        seed=cfg.seed,
-        target_return=cfg.eval.target_return,
-        normalize=_human_normalizer(environment.spec),
-    )
-
-
-def _board_eval_args(cfg: TrainConfig, run_dir: Path) -> dict:
-    return dict(
-        every=cfg.eval.every,
-        games=cfg.eval.games,
-        opponents=list(cfg.eval.opponents),
-        simulations=cfg.eval.simulations,
-        elo_pool=cfg.eval.elo_pool,
-        elo_games=cfg.eval.elo_games,
-        optimality=cfg.eval.optimality,
-        exhaustive=cfg.eval.exhaustive,
-        stop_when_perfect=cfg.eval.stop_when_perfect,
-        run_dir=run_dir,
-        seed=cfg.seed,
-    )
-
-
-def _human_normalizer(spec: dict):
-    """Atari games with reference scores: raw return -> human-normalized score."""
-    if spec.get("kind") != "atari":
-        return None
-    from mbrl.evaluation.atari_scores import REFERENCE_SCORES, human_normalized
-
-    if spec["name"] not in REFERENCE_SCORES:
-        return None
-    return lambda score: human_normalized(spec["name"], score)
 
 
 def resume_point(cfg: TrainConfig, checkpoints: Path, say=print) -> Path | None:

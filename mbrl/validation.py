@@ -108,6 +108,12 @@ def validate(cfg: TrainConfig) -> None:
             f"model (algo={' | '.join(LATENT)}), got backend={cfg.backend.name}, "
             f"algo={cfg.algo.name}"
         )
+    if cfg.backend.evaluators and (cfg.backend.name != "ray" or kind == "text"):
+        raise ValueError(
+            f"backend.evaluators={cfg.backend.evaluators} needs backend=ray and a game (a "
+            f"language model evaluates between rounds), got backend={cfg.backend.name}, "
+            f"game.kind={kind}"
+        )
     if cfg.backend.name == "ray" and kind == "text" and cfg.backend.max_weight_lag:
         raise ValueError(
             f"backend.max_weight_lag={cfg.backend.max_weight_lag}: a language model's round "

@@ -53,19 +53,23 @@ def connect(backend) -> tuple[object, bool]:
 def check_resources(ray, backend) -> None:
     """Refuse a run whose roles need more CPUs or GPUs than the cluster has: Ray would wait
     for them without a word (an autoscaling cluster grows first, so it is only told)."""
-    for resource, per_actor, per_reanalyzer in (
-        ("CPU", backend.actor_cpus, backend.reanalyzer_cpus),
-        ("GPU", backend.actor_gpus, 0.0),
-    ):
-        needed = backend.actors * per_actor + backend.reanalyzers * per_reanalyzer
+    roles = (
+        ("actors", backend.actors, backend.actor_cpus, backend.actor_gpus),
+        ("reanalyzers", backend.reanalyzers, backend.reanalyzer_cpus, 0.0),
+        ("evaluators", backend.evaluators, backend.evaluator_cpus, 0.0),
+    )
+    for resource in ("CPU", "GPU"):
+        column = 2 if resource == "CPU" else 3
+        needed = sum(role[1] * role[column] for role in roles)
         there = ray.cluster_resources().get(resource, 0.0)
         if needed <= there:
             continue
+        terms = " + ".join(
+            f"backend.{role[0]}={role[1]} x {role[column]:g}" for role in roles if role[1]
+        )
         message = (
-            f"backend=ray needs {needed:g} {resource}s (backend.actors={backend.actors} x "
-            f"{per_actor:g} + backend.reanalyzers={backend.reanalyzers} x {per_reanalyzer:g}) "
-            f"but the Ray cluster has {there:g}: lower backend.actors or the per-role "
-            f"resources, or add nodes"
+            f"backend=ray needs {needed:g} {resource}s ({terms}) but the Ray cluster has "
+            f"{there:g}: lower the role counts or the per-role resources, or add nodes"
         )
         if backend.address == "local":
             raise ValueError(message)

@@ -2,6 +2,7 @@
 run; a killed actor is restarted and loses nothing; a killed driver resumes from the learner's
 checkpoint; asynchronous actors keep the lag and the replay ratio within their bounds."""
 
+import json
 import os
 import signal
 import subprocess
@@ -206,3 +207,35 @@ def test_reanalyzers_on_ray_train_and_survive_a_killed_worker(local_ray, tiny_co
     assert summary["steps"] == 20 and kill.killed is not None
     assert summary["selfplay"]["ray/reanalyzer_restarts"] == 1
     assert summary["selfplay"]["selfplay/reanalyze_seconds"] > 0
+
+
+def eval_records(run_dir: Path) -> list[dict]:
+    """``eval.jsonl`` without the clocks (the learner's, which differ between runs)."""
+    records = [json.loads(line) for line in (run_dir / "eval.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in records]
+
+
+def test_evaluators_on_ray_measure_what_the_learner_would_and_survive_a_kill(
+    local_ray, tiny_config, tmp_path
+):
+    class KillEvaluator(L.Callback):  # just before step 10's evaluation is handed over
+        killed = None
+
+        def on_train_batch_end(self, trainer, *args):
+            evaluation = next(c for c in trainer.callbacks if hasattr(c, "remote"))
+            if trainer.global_step == 9:
+                self.killed = ray.get(evaluation.remote.workers[0].pid.remote())
+                os.kill(self.killed, signal.SIGKILL)
+
+    # Elo against the pool too, so the pool's weights travel and come back
+    evaluated = ("eval.every=10", "eval.elo_pool=2", "eval.elo_games=2", *MUZERO)
+    train(tiny_config(f"run_dir={tmp_path / 'here'}", *evaluated))
+    kill = KillEvaluator()
+    overrides = ("backend=ray", "backend.actors=1", "backend.evaluators=1", *evaluated)
+    summary = train(tiny_config(f"run_dir={tmp_path / 'ray'}", *overrides), callbacks=[kill])
+    assert summary["steps"] == 20 and kill.killed is not None
+    expected = eval_records(tmp_path / "here")
+    assert [r["step"] for r in expected] == [10, 20] and "elo" in expected[1]
+    assert eval_records(tmp_path / "ray") == expected
+    pool = load_checkpoint(tmp_path / "ray")["callbacks"]
+    assert any("pool" in state and len(state["pool"]) == 2 for state in pool.values())
