@@ -75,6 +75,35 @@ def value_mse(
     return LossOutput(_weighted_mean(per_sample, weights), error.abs().detach(), metrics)
 
 
+def win_probability_bins(scores: torch.Tensor, bins: int) -> torch.Tensor:
+    """``[B] scores in [-1, 1] -> [B, bins]``: the win probability ``(1 + score) / 2`` as a
+    two-hot over ``bins`` evenly spaced centres from 0 to 1 (its expectation is exact)."""
+    position = ((scores.clamp(-1, 1) + 1) / 2) * (bins - 1)
+    low = position.floor().clamp(max=bins - 2).long()
+    high_weight = position - low
+    target = torch.zeros(*scores.shape, bins, device=scores.device, dtype=scores.dtype)
+    target.scatter_(-1, low.unsqueeze(-1), (1 - high_weight).unsqueeze(-1))
+    target.scatter_add_(-1, (low + 1).unsqueeze(-1), high_weight.unsqueeze(-1))
+    return target
+
+
+def value_bins_cross_entropy(
+    value_logits: torch.Tensor,  # [B, bins] over win probabilities 0..1
+    value: torch.Tensor,  # [B] the head's expectation in [-1, 1]
+    target: torch.Tensor,  # [B] in [-1, 1]
+    weights: torch.Tensor | None = None,
+) -> LossOutput:
+    """A value head over win-probability bins: cross-entropy to the two-hot of the target."""
+    bins = win_probability_bins(target, value_logits.shape[-1])
+    per_sample = categorical_cross_entropy(value_logits, bins)
+    error = (value - target).detach()
+    metrics = {
+        "value_loss": per_sample.mean().detach(),
+        "value_abs_error": error.abs().mean(),
+    }
+    return LossOutput(_weighted_mean(per_sample, weights), error.abs(), metrics)
+
+
 def categorical_cross_entropy(
     logits: torch.Tensor,  # [..., atoms]
     target: torch.Tensor,  # [..., atoms] probabilities (two-hot of a transformed scalar)

@@ -20,7 +20,8 @@ from mbrl.networks.support import ScalarSupport
 
 @dataclass(frozen=True)
 class AlphaZeroObjective:
-    """Policy cross-entropy to the search target + value MSE to the game outcome."""
+    """Policy cross-entropy to the search target + value MSE to the game outcome (or, for a
+    value head over win-probability bins, cross-entropy to the outcome's two-hot)."""
 
     policy_weight: float = 1.0
     value_weight: float = 1.0
@@ -31,7 +32,12 @@ class AlphaZeroObjective:
         policy = losses.policy_cross_entropy(
             output.logits, batch["policy"], batch["legal"], weights
         )
-        value = losses.value_mse(output.value, batch["value"], weights)
+        if output.value_logits is None:
+            value = losses.value_mse(output.value, batch["value"], weights)
+        else:  # a head over win-probability bins (the chess transformer)
+            value = losses.value_bins_cross_entropy(
+                output.value_logits, output.value, batch["value"], weights
+            )
         loss = self.policy_weight * policy.loss + self.value_weight * value.loss
         metrics = {**policy.metrics, **value.metrics, "loss": loss.detach()}
         return losses.LossOutput(loss, value.per_sample, metrics)

@@ -16,6 +16,9 @@ from torch import nn
 class PolicyValue(NamedTuple):
     logits: torch.Tensor  # [B, A] unnormalised
     value: torch.Tensor  # [B] in [-1, 1], for the player to move
+    # [B, bins]: a value head over win-probability bins (None: a scalar head); ``value`` is
+    # then its expectation mapped to [-1, 1], and the value loss is a cross-entropy
+    value_logits: torch.Tensor | None = None
 
 
 class ResidualBlock(nn.Module):

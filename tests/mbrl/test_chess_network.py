@@ -1,0 +1,67 @@
+"""The chess transformer: shapes, a value head over win-probability bins whose two-hot targets
+keep the expectation exact, and an AlphaZero objective whose loss falls on chess positions."""
+
+import chess
+import numpy as np
+import pytest
+import torch
+
+from games.chess_game import ChessGame
+from games.chess_tokens import NUM_MOVES, move_to_token
+from mbrl.losses import win_probability_bins
+from mbrl.networks.chess_transformer import ChessNetSettings, ChessTransformer
+from mbrl.objectives import AlphaZeroObjective
+
+SMALL = ChessNetSettings(layers=2, heads=2, width=32, value_bins=16)
+
+
+@pytest.mark.parametrize("bins", [2, 16, 32])
+def test_win_probability_bins_are_a_two_hot_with_the_exact_expectation(bins):
+    scores = torch.tensor([-1.0, -0.3, 0.0, 0.5, 1.0, 1.7])
+    target = win_probability_bins(scores, bins)
+    assert torch.allclose(target.sum(-1), torch.ones(6))
+    assert ((target > 0).sum(-1) <= 2).all()
+    centres = torch.linspace(0, 1, bins)
+    expected = (scores.clamp(-1, 1) + 1) / 2
+    torch.testing.assert_close((target * centres).sum(-1), expected)
+
+
+def test_the_network_maps_board_tokens_to_move_logits_and_a_value():
+    game = ChessGame({"history": 2})
+    net = ChessTransformer(game.obs_shape[0], SMALL)
+    obs = torch.from_numpy(np.stack([game.observation(game.new_state())] * 3))
+    out = net(obs)
+    assert out.logits.shape == (3, NUM_MOVES) and out.value_logits.shape == (3, 16)
+    assert ((out.value >= -1) & (out.value <= 1)).all()
+    with pytest.raises(ValueError, match=r"expected board tokens of shape \[B, 78\]"):
+        net(obs[:, :10])
+
+
+def test_the_alphazero_objective_fits_chess_positions():
+    torch.manual_seed(0)
+    game = ChessGame()
+    fens = [chess.STARTING_FEN, "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"]
+    states = [game.new_state(fen) for fen in fens]
+    policy = np.zeros((2, NUM_MOVES), np.float32)
+    policy[0, move_to_token("e2e4")] = policy[1, move_to_token("a1a8")] = 1.0
+    batch = {
+        "obs": torch.from_numpy(np.stack([game.observation(s) for s in states])),
+        "legal": torch.from_numpy(np.stack([game.legal_mask(s) for s in states])),
+        "policy": torch.from_numpy(policy),
+        "value": torch.tensor([0.0, 1.0]),
+        "weights": torch.ones(2),
+    }
+    net = ChessTransformer(game.obs_shape[0], SMALL)
+    optimizer = torch.optim.AdamW(net.parameters(), lr=3e-3)
+    objective = AlphaZeroObjective()
+    first = None
+    for _ in range(60):
+        loss, errors, _ = objective(net, batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        first = first if first is not None else loss.item()
+    assert loss.item() < 0.2 * first and errors.shape == (2,)
+    out = net(batch["obs"])
+    assert out.logits.argmax(-1).tolist() == [move_to_token("e2e4"), move_to_token("a1a8")]
+    assert out.value[1] > 0.5
