@@ -63,6 +63,9 @@ class ChessState:
     def is_terminal(self) -> bool:
         return self.outcome() is not None
 
+    def is_chance_node(self) -> bool:  # chess has no chance
+        return False
+
     def current_player(self) -> int:
         """0 for White, 1 for Black, `TERMINAL` once the game is over."""
         return TERMINAL if self.is_terminal() else int(self.board.turn == chess.BLACK)
@@ -89,6 +92,15 @@ class ChessState:
 
     def clone(self) -> ChessState:
         return ChessState(self.board.copy(stack=True))
+
+    def action_to_string(self, player: int, action: int) -> str:
+        del player
+        return token_to_move(int(action)).uci()
+
+    def child(self, action: int) -> ChessState:
+        child = self.clone()
+        child.apply_action(action)
+        return child
 
     def history(self) -> list[int]:
         return [move_to_token(move) for move in self.board.move_stack]

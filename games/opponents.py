@@ -182,6 +182,11 @@ def make_opponent(spec: str, game: pyspiel.Game) -> Opponent:
         return RandomOpponent()
     if spec == "lookahead":
         return OneStepLookaheadOpponent()
+    if game is None and (spec == "minimax" or spec.startswith("mcts:")):
+        raise ValueError(
+            f"opponent {spec!r} searches an OpenSpiel game; this game has none (chess with "
+            "move tokens): use random or lookahead"
+        )
     if spec == "minimax":
         return MinimaxOpponent(game)
     if spec.startswith("mcts:"):

@@ -22,9 +22,7 @@ LATENT_ALGORITHMS = ("muzero", "gumbel_muzero", "efficientzero")  # plan in a le
 
 @dataclass
 class GameConfig:
-    kind: str = (
-        "openspiel"  # a registered game kind (mbrl.registry): openspiel | classic | atari | text
-    )
+    kind: str = "openspiel"  # a registered game kind (mbrl.registry): openspiel | chess | classic | atari | text
     name: str = "tic_tac_toe"
     params: dict[str, Any] = field(default_factory=dict)  # OpenSpiel game parameters
     max_moves: int = 0  # games longer than this end as draws; 0 = the game's own limit
@@ -63,12 +61,15 @@ ACTION_ENCODINGS = ("auto", "onehot", "scalar")
 
 @dataclass
 class ModelConfig:
-    """The network: AlphaZero's residual tower (channels, blocks, value_hidden) and the
-    learned-model networks of `mbrl.networks.muzero` (the rest)."""
+    """The network: AlphaZero's residual tower (channels, blocks, value_hidden), the chess
+    transformer (channels, blocks, heads, value_bins) and the learned-model networks of
+    `mbrl.networks.muzero` (the rest)."""
 
-    channels: int = 64
-    blocks: int = 4
+    channels: int = 64  # the chess transformer: its width
+    blocks: int = 4  # the chess transformer: its layers
     value_hidden: int = 64  # AlphaZero's value head
+    heads: int = 4  # the chess transformer's attention heads
+    value_bins: int = 32  # the chess transformer's value head: win-probability bins
     # Learned-model networks (mbrl.networks.muzero):
     latent_dim: int = 64  # vector observations: the latent's size
     head_hidden: int = 64

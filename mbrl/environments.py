@@ -42,6 +42,20 @@ def make_environment(game_cfg, batch_size: int, *, seed: int, training: bool = T
             game,
             game.spec,
         )
+    if kind == "chess":
+        from games.chess_game import ChessGame  # python-chess, loaded for chess runs only
+
+        game = ChessGame(game_cfg.params, max_moves=game_cfg.max_moves)
+        return Environment(
+            BoardGameEnv(game, batch_size),
+            game.obs_shape,
+            np.dtype(np.float32),
+            game.num_actions,
+            1,
+            True,
+            game,
+            game.spec,
+        )
     if kind == "classic":
         env = ClassicControlEnv(game_cfg.name, batch_size)
         return Environment(
@@ -69,7 +83,7 @@ def make_environment(game_cfg, batch_size: int, *, seed: int, training: bool = T
             None,
             spec,
         )
-    raise ValueError(f"game.kind must be openspiel, classic or atari, got {kind!r}")
+    raise ValueError(f"game.kind must be openspiel, chess, classic or atari, got {kind!r}")
 
 
 def build_latent_network(obs_shape: tuple[int, ...], num_actions: int, cfg) -> MuZeroNet:

@@ -20,7 +20,7 @@ from mbrl.agent import SearchAgent
 from mbrl.checkpoint import METADATA_KEY, check_compatible, load_checkpoint, network_weights
 from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, GameConfig, ModelConfig
 from mbrl.environments import Environment, build_latent_network, make_environment
-from mbrl.networks import AlphaZeroNet
+from mbrl.networks.board import board_network
 from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.latent_model import LatentModel
 from search import SearchSettings
@@ -74,6 +74,15 @@ def game_config(metadata: dict) -> GameConfig:
     return GameConfig(**saved)
 
 
+def board_game(kind: str, spec: dict, max_moves: int):
+    """The rule book a checkpoint's board game was trained on."""
+    if kind == "chess":
+        from games.chess_game import ChessGame
+
+        return ChessGame(spec["params"], max_moves=max_moves)
+    return BoardGame(spec["name"], spec["params"], max_moves=max_moves)
+
+
 def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
     """Load ``path`` (a ``.ckpt`` file or a run directory). With ``game`` given, refuse a
     checkpoint trained for another game or other observation and action shapes."""
@@ -87,9 +96,10 @@ def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
         )
     spec = metadata["game"]
     config = metadata["config"]
-    board = config["game"].get("kind", "openspiel") == "openspiel"
+    kind = config["game"].get("kind", "openspiel")
+    board = kind in ("openspiel", "chess")
     if game is None and board:
-        game = BoardGame(spec["name"], spec["params"], max_moves=config["game"]["max_moves"])
+        game = board_game(kind, spec, config["game"]["max_moves"])
     if game is not None:
         check_compatible(metadata, game.spec, f"checkpoint {path}")
     # Only the core's fields: the command line's schema may extend the group (LMModelConfig).
@@ -99,13 +109,7 @@ def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
         shapes = SimpleNamespace(model=model, algo=AlgoConfig(**config["algo"]))
         network = build_latent_network(tuple(spec["obs_shape"]), spec["num_actions"], shapes)
     else:
-        network = AlphaZeroNet(
-            game.obs_shape,
-            game.num_actions,
-            channels=model.channels,
-            blocks=model.blocks,
-            value_hidden=model.value_hidden,
-        )
+        network = board_network(game, model)
     weights = network_weights(checkpoint)
     try:
         network.load_state_dict(weights)

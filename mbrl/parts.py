@@ -19,12 +19,11 @@ from typing import NamedTuple
 
 import torch
 
-from games import BoardGame
 from mbrl.agent import SearchAgent
 from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback
 from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, TrainConfig
 from mbrl.environments import Environment, build_latent_network, make_environment
-from mbrl.networks import AlphaZeroNet
+from mbrl.networks.board import board_network
 from mbrl.selfplay.actor import SelfPlayActor
 from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.latent_model import LatentModel
@@ -36,16 +35,6 @@ class GameParts(NamedTuple):
     make_model: Callable  # network -> the search's model (GameModel or LatentModel)
     targets: AlgoConfig  # what the replay computes targets with (K, n, discount)
     outcome_targets: bool  # AlphaZero's: the game's outcome (mixed with the search's Q)
-
-
-def build_network(game: BoardGame, model_cfg) -> AlphaZeroNet:
-    return AlphaZeroNet(
-        game.obs_shape,
-        game.num_actions,
-        channels=model_cfg.channels,
-        blocks=model_cfg.blocks,
-        value_hidden=model_cfg.value_hidden,
-    )
 
 
 def game_parts(cfg: TrainConfig, *, seed: int, batch_size: int | None = None) -> GameParts:
@@ -72,7 +61,7 @@ def game_parts(cfg: TrainConfig, *, seed: int, batch_size: int | None = None) ->
     )
     return GameParts(
         environment,
-        build_network(game, cfg.model),
+        board_network(game, cfg.model),
         lambda net: GameModel(game, net),
         targets,
         outcome_targets=True,

@@ -50,11 +50,12 @@ def train_function(name: str) -> Callable:
 # The core's own: AlphaZero plans with the game's rules (OpenSpiel's simulator); the learned-model
 # algorithms plan in their own model, so they train on any environment.
 register_game_kind("openspiel", "OpenSpiel board games")
+register_game_kind("chess", "chess on python-chess rules with the 1,968 move tokens")
 register_game_kind("classic", "Gymnasium classic control; no simulator for the search")
 register_game_kind("atari", "Atari through ale-py; no simulator for the search")
 for _name, _policy in (("alphazero", "puct"), ("gumbel_alphazero", "gumbel")):
     register_algorithm(
-        _name, game_kinds=("openspiel",), train="mbrl.train:train", search_policy=_policy
+        _name, game_kinds=("openspiel", "chess"), train="mbrl.train:train", search_policy=_policy
     )
 for _name, _policy in (("muzero", "puct"), ("gumbel_muzero", "gumbel"), ("efficientzero", "puct")):
     register_algorithm(

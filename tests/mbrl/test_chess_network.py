@@ -65,3 +65,26 @@ def test_the_alphazero_objective_fits_chess_positions():
     out = net(batch["obs"])
     assert out.logits.argmax(-1).tolist() == [move_to_token("e2e4"), move_to_token("a1a8")]
     assert out.value[1] > 0.5
+
+
+def test_alphazero_trains_on_chess_tokens_and_its_checkpoint_plays(tiny_config, tmp_path):
+    from mbrl.loading import load_agent
+    from mbrl.train import train
+
+    cfg = tiny_config(
+        "game=chess_tokens",
+        "game.max_moves=12",  # short games: the tiny run's replay fills in seconds
+        "algo=gumbel_alphazero",
+        "eval.opponents=[random,lookahead]",
+        "eval.games=2",
+        "model.channels=32",
+        "model.blocks=1",
+        f"run_dir={tmp_path}",
+    )
+    summary = train(cfg)
+    assert summary["steps"] == 20
+    loaded = load_agent(tmp_path)
+    assert isinstance(loaded.game, ChessGame) and loaded.game.params == {"history": 8}
+    state = loaded.game.new_state()
+    action = loaded.agent(num_simulations=4).choose([state])[0]
+    assert action in state.legal_actions()
