@@ -7,7 +7,9 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo search-demo test test-slow test-all lint format bench bench-quick bench-mctx bench-learning bench-cartpole bench-atari bench-llm clean
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: stockfish setup demo search-demo test test-slow test-all lint format bench bench-quick bench-mctx bench-learning bench-cartpole bench-atari bench-llm clean
 
 setup: $(STAMP)
 
@@ -17,6 +19,10 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev,llm,distributed]"
 	touch $(STAMP)
+
+stockfish:  ## Stockfish 15.1 from Debian: chess opponents (stockfish:<elo>) and, later, labels
+	command -v stockfish >/dev/null || test -x /usr/games/stockfish || \
+		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq stockfish; }
 
 SEED ?= 0
 demo: setup  ## Gumbel AlphaZero learns tic-tac-toe to perfect play (checked against every line), then is evaluated

@@ -17,7 +17,8 @@ from games.minimax import MinimaxSolver
 
 OPPONENT_SPECS = (
     "'random', 'lookahead', 'minimax', 'mcts:<N>' (N a positive int, e.g. 'mcts:100'), "
-    "'checkpoint:<path>'"
+    "'checkpoint:<path>', and for game=chess_tokens 'stockfish:<elo>' and "
+    "'stockfish-skill:<0-20>' (optionally /<N>ms or /<N>n per move)"
 )
 
 
@@ -182,10 +183,14 @@ def make_opponent(spec: str, game: pyspiel.Game) -> Opponent:
         return RandomOpponent()
     if spec == "lookahead":
         return OneStepLookaheadOpponent()
+    if spec.startswith("stockfish"):
+        from games.stockfish import StockfishOpponent  # python-chess, for chess runs only
+
+        return StockfishOpponent(spec)
     if game is None and (spec == "minimax" or spec.startswith("mcts:")):
         raise ValueError(
             f"opponent {spec!r} searches an OpenSpiel game; this game has none (chess with "
-            "move tokens): use random or lookahead"
+            "move tokens): use random, lookahead or stockfish:<elo>"
         )
     if spec == "minimax":
         return MinimaxOpponent(game)
