@@ -45,13 +45,16 @@ class SelfPlayMonitor(L.Callback):
             elapsed = max(now - then, 1e-9)
             for name in ("moves", "games", "simulations"):
                 key = f"selfplay/{name}"
-                stats[f"{key}_per_s"] = (stats[key] - previous[key]) / elapsed
-            collect = stats["selfplay/collect_seconds"] - previous["selfplay/collect_seconds"]
-            stats["selfplay/share_of_wall_time"] = collect / elapsed
+                if key in stats:  # a supervised run's data module plays no games
+                    stats[f"{key}_per_s"] = (stats[key] - previous[key]) / elapsed
+            if "selfplay/collect_seconds" in stats:
+                collect = stats["selfplay/collect_seconds"] - previous["selfplay/collect_seconds"]
+                stats["selfplay/share_of_wall_time"] = collect / elapsed
         self._last = (now, stats)
         if trainer.logger is not None:
             trainer.logger.log_metrics(stats, step=trainer.global_step)
-        pl_module.log("games", stats["selfplay/games"], prog_bar=True, logger=False)
+        if "selfplay/games" in stats:
+            pl_module.log("games", stats["selfplay/games"], prog_bar=True, logger=False)
 
 
 class PeriodicEvaluation(L.Callback, ABC):
@@ -203,6 +206,7 @@ class EvaluationCallback(PeriodicEvaluation):
         run_dir: Path,
         seed: int,
         make_agent,
+        held_out=None,
     ):
         for name, value, low in [
             ("every", every, 0),
@@ -217,6 +221,8 @@ class EvaluationCallback(PeriodicEvaluation):
         # (network, simulations, name) -> a player: a search over the true game (AlphaZero)
         # or over the learned model (MuZero).
         self.make_agent = make_agent
+        # (network) -> metrics on positions a supervised run never trained on (or None)
+        self.held_out = held_out
         self.every, self.games, self.simulations = every, games, simulations
         self.opponents = [make_opponent(spec, game.game) for spec in opponents]
         self.elo_pool, self.elo_games = elo_pool, elo_games
@@ -268,6 +274,8 @@ class EvaluationCallback(PeriodicEvaluation):
             record["exhaustive"] = play_exhaustively(self.game, agent).as_dict()
         if self.elo_pool:
             record["elo"] = self._rate(agent, network, request["pool"])
+        if self.held_out is not None:
+            record["held_out"] = self.held_out(network)
         return record
 
     def report(self, trainer, record: dict, weights: dict) -> None:
@@ -296,6 +304,8 @@ class EvaluationCallback(PeriodicEvaluation):
             metrics[f"eval/exhaustive/{seat}_losing_lines"] = lines["losses"]
         if "elo" in record:
             metrics["eval/elo"] = record["elo"]
+        for key, value in record.get("held_out", {}).items():
+            metrics[f"eval/held_out/{key}"] = value
         return metrics
 
     def _rate(self, agent, network, pool: list[dict]) -> float:
@@ -333,6 +343,7 @@ class EvaluationCallback(PeriodicEvaluation):
             counts = (str(lines[k]) for k in ("wins", "draws", "losses"))
             table.add_row(SEAT_LABELS[seat], *counts, f"{SeatResult(**lines).score:.2f}")
         extras = [f"{k}={record[k]:.3f}" for k in ("policy_optimal", "elo") if k in record]
+        extras += [f"{k}={v:.3f}" for k, v in record.get("held_out", {}).items()]
         Console(stderr=True).print(table, *extras)
 
     def state_dict(self) -> dict:

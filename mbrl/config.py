@@ -49,6 +49,7 @@ class AlgoConfig:
     # 0 = the outcome only (the paper). Mixing in the search value lowers the target's variance.
     search_value_weight: float = 0.0
     segment_length: int = 0  # long episodes enter replay in blocks (EfficientZero: 400)
+    labels: str = ""  # algo=supervised: a teacher's label file (python -m games.chess_labels)
     # [fraction of trainer.max_steps, visit-count temperature] pairs (MuZero's schedule)
     temperature_schedule: list[list[float]] = field(
         default_factory=lambda: [[0.0, 1.0], [0.5, 0.5], [0.75, 0.25]]
@@ -256,6 +257,9 @@ class TrainConfig:
     run_dir: str = "runs/default"
     resume: bool = True  # continue from run_dir's last checkpoint when there is one
     overwrite: bool = False  # delete run_dir's checkpoints, logs and evaluations; start afresh
+    # A fresh run starts from this checkpoint's network (a run directory or .ckpt file, for the
+    # same game and network), e.g. self-play after algo=supervised; a resumed run ignores it.
+    init_from: str = ""
     game: GameConfig = field(default_factory=GameConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     model: ModelConfig = field(default_factory=ModelConfig)

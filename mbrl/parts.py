@@ -113,8 +113,17 @@ def evaluation_callback(cfg: TrainConfig, parts: GameParts):
         )
 
     if environment.game is not None:
+        held_out = None
+        if cfg.algo.name == "supervised":  # the teacher's held-out labels, with the matches
+            from mbrl.supervised import HeldOut
+
+            held_out = HeldOut(cfg.algo.labels, environment.game)
         return EvaluationCallback(
-            environment.game, cfg.search, **_board_eval_args(cfg, run_dir), make_agent=make_agent
+            environment.game,
+            cfg.search,
+            **_board_eval_args(cfg, run_dir),
+            make_agent=make_agent,
+            held_out=held_out,
         )
     return EpisodeEvaluationCallback(
         lambda: (

@@ -57,6 +57,10 @@ for _name, _policy in (("alphazero", "puct"), ("gumbel_alphazero", "gumbel")):
     register_algorithm(
         _name, game_kinds=("openspiel", "chess"), train="mbrl.train:train", search_policy=_policy
     )
+# A teacher's labels (mbrl.supervised): AlphaZero's network and objective, no self-play.
+register_algorithm(
+    "supervised", game_kinds=("chess",), train="mbrl.train:train", search_policy=None
+)
 for _name, _policy in (("muzero", "puct"), ("gumbel_muzero", "gumbel"), ("efficientzero", "puct")):
     register_algorithm(
         _name,

@@ -21,7 +21,15 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from games import BoardGame
 from games.symmetry import GAME_SYMMETRIES, BoardSymmetries, board_symmetries
 from mbrl.callbacks import SelfPlayMonitor
-from mbrl.checkpoint import LAST, AtomicCheckpointIO, resumable
+from mbrl.checkpoint import (
+    LAST,
+    METADATA_KEY,
+    AtomicCheckpointIO,
+    check_compatible,
+    load_checkpoint,
+    network_weights,
+    resumable,
+)
 from mbrl.checkpoint import resume_point as find_resume_point
 from mbrl.config import TrainConfig
 from mbrl.graceful_stop import GracefulStop
@@ -62,8 +70,39 @@ def build(cfg: TrainConfig, run_dir: Path):
     embedded = cfg.backend.name == "embedded"
     # The learner steps no games of its own when actors elsewhere play them.
     parts = game_parts(cfg, seed=cfg.seed, batch_size=None if embedded else 1)
-    environment, network, algo = parts.environment, parts.network, cfg.algo
+    if cfg.init_from:  # before the actors copy the network (a resume's checkpoint replaces it)
+        start_from(parts.network, cfg.init_from, parts.environment.spec)
     system = _system(cfg, parts)
+    if cfg.algo.name == "supervised":
+        from mbrl.supervised import LabelData  # python-chess: for chess runs only
+
+        environment = parts.environment
+        data = LabelData(cfg.algo.labels, environment.game, cfg.trainer.batch_size, seed=cfg.seed)
+    else:
+        data = _self_play_data(cfg, parts)
+    evaluation = evaluation_callback(cfg, parts)
+    if cfg.backend.evaluators:
+        from mbrl.distributed import RayEvaluators
+
+        evaluation.evaluate_remotely(RayEvaluators(cfg))
+    return system, data, evaluation
+
+
+def start_from(network, path: str, game_spec: dict) -> None:
+    """``init_from``: another run's network weights, for the same game and network."""
+    checkpoint = load_checkpoint(path)
+    check_compatible(checkpoint[METADATA_KEY], game_spec, f"init_from={path}")
+    try:
+        network.load_state_dict(network_weights(checkpoint))
+    except RuntimeError as error:
+        first = str(error).strip().splitlines()[0]
+        raise ValueError(
+            f"init_from={path} holds another network than model.* describes: {first}"
+        ) from None
+
+
+def _self_play_data(cfg: TrainConfig, parts) -> SelfPlayDataModule:
+    environment, network, algo = parts.environment, parts.network, cfg.algo
     replay = EpisodeReplay(
         cfg.replay.capacity,
         environment.obs_shape,
@@ -76,7 +115,7 @@ def build(cfg: TrainConfig, run_dir: Path):
         beta=cfg.replay.beta,
     )
     remote_reanalysis = None
-    if embedded:
+    if cfg.backend.name == "embedded":
         actors = LocalActors(*self_play_actor(cfg, parts, seed=cfg.seed))
     else:
         from mbrl.distributed import RayActors, RayReanalyzers  # Ray is an extra
@@ -84,7 +123,7 @@ def build(cfg: TrainConfig, run_dir: Path):
         actors = RayActors(cfg, network)
         if cfg.backend.reanalyzers:
             remote_reanalysis = RayReanalyzers(cfg)
-    data = SelfPlayDataModule(
+    return SelfPlayDataModule(
         actors,
         network,
         parts.make_model,
@@ -98,13 +137,6 @@ def build(cfg: TrainConfig, run_dir: Path):
         outcome_targets=parts.outcome_targets,
         remote_reanalysis=remote_reanalysis,
     )
-
-    evaluation = evaluation_callback(cfg, parts)
-    if cfg.backend.evaluators:
-        from mbrl.distributed import RayEvaluators
-
-        evaluation.evaluate_remotely(RayEvaluators(cfg))
-    return system, data, evaluation
 
 
 def _system(cfg: TrainConfig, parts) -> System:

@@ -4,6 +4,8 @@ field name a part knows it by)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from games.opponents import OPPONENT_SPECS
 from mbrl import registry
 from mbrl.config import LATENT_ALGORITHMS as LATENT
@@ -120,6 +122,8 @@ def validate(cfg: TrainConfig) -> None:
             "decodes its prompts on Ray with the round's weights; use backend.max_weight_lag=0"
         )
     _check_devices(cfg)
+    if cfg.algo.name == "supervised":
+        _check_supervised(cfg)
     expected = algorithm.search_policy
     if expected is not None and cfg.search.policy != expected:
         raise ValueError(
@@ -150,4 +154,17 @@ def _check_devices(cfg: TrainConfig) -> None:
         raise ValueError(
             f"trainer.batch_size={trainer.batch_size} must be a multiple of trainer.devices="
             f"{trainer.devices}: every device trains on an equal slice of each batch"
+        )
+
+
+def _check_supervised(cfg: TrainConfig) -> None:
+    make = "make it with: python -m games.chess_labels --out <file>"
+    if not cfg.algo.labels:
+        raise ValueError(f"algo=supervised needs algo.labels=<file>, a teacher's labels; {make}")
+    if not Path(cfg.algo.labels).is_file():
+        raise ValueError(f"algo.labels={cfg.algo.labels} does not exist; {make}")
+    if cfg.backend.name != "embedded" or cfg.trainer.devices != 1:
+        raise ValueError(
+            "algo=supervised trains on one device with backend=embedded (it plays no games), "
+            f"got backend={cfg.backend.name}, trainer.devices={cfg.trainer.devices}"
         )
