@@ -23,3 +23,19 @@ def rate_against_pool(results: list[tuple[float, float, int]]) -> float:
         sum((rating + elo_difference(score, games)) * games for rating, score, games in results)
         / total
     )
+
+
+def elo_interval(wins: int, draws: int, losses: int, z: float = 1.96) -> tuple[float, float, float]:
+    """``(elo, low, high)``: the rating difference a match's score implies and its interval
+    (normal approximation of the mean game score, ``z`` = 1.96 for 95%)."""
+    games = wins + draws + losses
+    if games == 0:
+        raise ValueError("no games to rate")
+    score = (wins + 0.5 * draws) / games
+    variance = (wins * (1 - score) ** 2 + draws * (0.5 - score) ** 2 + losses * score**2) / games
+    half = z * math.sqrt(variance / games)
+    return (
+        elo_difference(score, games),
+        elo_difference(score - half, games),
+        elo_difference(score + half, games),
+    )
