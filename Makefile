@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH)
-	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev,llm,distributed]"
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev,llm,distributed,export]"
 	touch $(STAMP)
 
 stockfish:  ## Stockfish 15.1 from Debian: chess opponents (stockfish:<elo>) and, later, labels
