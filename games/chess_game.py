@@ -167,4 +167,9 @@ class ChessGame:
         return str(state)
 
     def action_to_string(self, state: ChessState, action: int) -> str:
-        return token_to_move(int(action)).uci()
+        """The move in standard algebraic notation (``Nf3``, ``exd5``, ``O-O``, ``e8=Q+``)."""
+        return state.board.san(token_to_move(int(action)))
+
+    def action_aliases(self, state: ChessState, action: int) -> tuple[str, ...]:
+        """Other names a player may type: UCI (``g1f3``)."""
+        return (token_to_move(int(action)).uci(),)

@@ -1,7 +1,7 @@
 """``play(cfg)``: a human against a checkpoint in the terminal.
 
-The board is printed before every human move with the legal moves (their ids and OpenSpiel's
-names); either form is accepted. An illegal or malformed move is asked again, never a crash;
+The board is printed before every human move with the legal moves (their ids and the game's
+names: OpenSpiel's, or chess's SAN, with UCI also accepted); any of them is accepted. An illegal or malformed move is asked again, never a crash;
 ``quit`` or end of input leaves the game; Ctrl-C, at the prompt or during the agent's search,
 ends the command with one line (``mbrl.cli._command.run_command``).
 """
@@ -28,13 +28,25 @@ class PlayConfig:
 
 
 def parse_move(text: str, state, game) -> int | None:
-    """An action id or an OpenSpiel action name that is legal in ``state``; else None."""
+    """An action id, or a name of a legal action in ``state`` (the game's, or an alias such
+    as chess's UCI beside its SAN): exactly as written, else ignoring case where that names
+    one move only ("bxc3" is a pawn's capture, "Bxc3" a bishop's); else None."""
     text = text.strip()
     legal = state.legal_actions()
     if text.isascii() and text.isdigit():  # not "--4" or "²", which int() would refuse
         return int(text) if int(text) in legal else None
-    names = {game.action_to_string(state, a).lower(): a for a in legal}
-    return names.get(text.lower())
+    aliases = getattr(game, "action_aliases", lambda state, action: ())
+    names: dict[str, int] = {}
+    for action in legal:
+        for name in (game.action_to_string(state, action), *aliases(state, action)):
+            names.setdefault(name, action)
+    if text in names:
+        return names[text]
+    folded = {name.lower(): set() for name in names}
+    for name, action in names.items():
+        folded[name.lower()].add(action)
+    matches = folded.get(text.lower(), set())
+    return matches.pop() if len(matches) == 1 else None
 
 
 def _ask(state, game, ask: Callable[[str], str], say: Callable[[str], None]) -> int | None:

@@ -98,3 +98,16 @@ def test_the_search_finds_mate_in_one_with_the_true_rules():
     agent = SearchAgent(GameModel(game, UniformNet()), settings, game=game)
     action = agent.choose([state])[0]
     assert chess.Move.from_uci("a1a8") == game.apply(state, action).state.board.peek()
+
+
+def test_moves_are_named_in_san_and_typed_in_san_or_uci():
+    from mbrl.play import parse_move
+
+    game = ChessGame()
+    state = game.new_state("4k3/8/8/8/8/2p5/1P1B4/4K3 w - - 0 1")  # bxc3 and Bxc3 both legal
+    pawn, bishop = move_to_token("b2c3"), move_to_token("d2c3")
+    assert game.action_to_string(state, pawn) == "bxc3"
+    assert parse_move("bxc3", state, game) == pawn and parse_move("Bxc3", state, game) == bishop
+    assert parse_move("D2C3", state, game) == bishop  # UCI in any case: one move only
+    assert parse_move("BXC3", state, game) is None  # both captures: ambiguous
+    assert parse_move("e2e4", state, game) is None
