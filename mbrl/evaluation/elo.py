@@ -27,15 +27,18 @@ def rate_against_pool(results: list[tuple[float, float, int]]) -> float:
 
 def elo_interval(wins: int, draws: int, losses: int, z: float = 1.96) -> tuple[float, float, float]:
     """``(elo, low, high)``: the rating difference a match's score implies and its interval
-    (normal approximation of the mean game score, ``z`` = 1.96 for 95%)."""
+    from the Wilson interval of the score (draws as half points; ``z`` = 1.96 for 95%), which
+    stays honest at 0 and 1, where a normal approximation collapses to a point."""
     games = wins + draws + losses
     if games == 0:
         raise ValueError("no games to rate")
     score = (wins + 0.5 * draws) / games
-    variance = (wins * (1 - score) ** 2 + draws * (0.5 - score) ** 2 + losses * score**2) / games
-    half = z * math.sqrt(variance / games)
+    centre = (score + z * z / (2 * games)) / (1 + z * z / games)
+    half = (z / (1 + z * z / games)) * math.sqrt(
+        score * (1 - score) / games + z * z / (4 * games * games)
+    )
     return (
         elo_difference(score, games),
-        elo_difference(score - half, games),
-        elo_difference(score + half, games),
+        elo_difference(centre - half, games),
+        elo_difference(centre + half, games),
     )

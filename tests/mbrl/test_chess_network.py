@@ -88,3 +88,13 @@ def test_alphazero_trains_on_chess_tokens_and_its_checkpoint_plays(tiny_config, 
     state = loaded.game.new_state()
     action = loaded.agent(num_simulations=4).choose([state])[0]
     assert action in state.legal_actions()
+
+
+def test_elo_intervals_cover_the_estimate_and_stay_open_at_a_clean_sweep():
+    from mbrl.evaluation.elo import elo_interval
+
+    elo, low, high = elo_interval(30, 10, 10)
+    assert low < elo < high and elo == pytest.approx(400 * np.log10(0.7 / 0.3))
+    swept = elo_interval(0, 0, 20)
+    assert swept[1] <= swept[0] < swept[2]  # not a point: the best it could be is wider
+    assert elo_interval(100, 0, 100)[0] == 0.0
