@@ -14,12 +14,14 @@ network's move agreement with the teacher and its value error on them go to Tens
 
 from __future__ import annotations
 
+import chess
 import lightning as L
 import numpy as np
 import torch
 
 from games.chess_game import ChessGame
 from games.chess_labels import load_labels
+from games.chess_tokens import NUM_MOVES, VOCAB_SIZE, token_to_move
 from mbrl.selfplay.batch_stream import stream_loader
 
 HELD_OUT = 0.05
@@ -83,14 +85,32 @@ class LabelData(L.LightningDataModule):
 
 
 def read_labels(path: str, game: ChessGame) -> dict[str, np.ndarray]:
-    """A label file whose boards fit ``game``'s observation."""
+    """A label file whose boards fit ``game``'s observation, checked row by row before any
+    training: tokens in the vocabulary, probabilities in [0, 1], every FEN a position and every
+    move legal in it (a file from elsewhere must not crash a run hours in)."""
     labels = load_labels(path)
     width = game.obs_shape[0]
-    if labels["tokens"].shape[1] != width:
+    if labels["tokens"].ndim != 2 or labels["tokens"].shape[1] != width:
         raise ValueError(
-            f"{path} holds boards of {labels['tokens'].shape[1]} tokens; game.params.history="
-            f"{game.history} takes {width} (make the labels with --history {game.history})"
+            f"{path} holds boards of shape {labels['tokens'].shape[1:]}; game.params.history="
+            f"{game.history} takes {width} tokens (make the labels with --history {game.history})"
         )
+    checks = {
+        "tokens": (labels["tokens"] >= 0) & (labels["tokens"] < VOCAB_SIZE),
+        "move": (labels["move"] >= 0) & (labels["move"] < NUM_MOVES),
+        "win_probability": (labels["win_probability"] >= 0) & (labels["win_probability"] <= 1),
+    }
+    for name, ok in checks.items():
+        if not ok.all():
+            row = int(np.flatnonzero(~ok.reshape(len(ok), -1).all(1))[0])
+            raise ValueError(f"{path}: row {row} has {name} out of range")
+    for row, (fen, move) in enumerate(zip(labels["fen"], labels["move"], strict=True)):
+        try:
+            legal = chess.Board(str(fen)).is_legal(token_to_move(int(move)))
+        except ValueError:
+            raise ValueError(f"{path}: row {row} has no valid FEN: {str(fen)[:80]!r}") from None
+        if not legal:
+            raise ValueError(f"{path}: row {row}'s move is illegal in its position {fen}")
     return labels
 
 

@@ -107,3 +107,28 @@ def test_init_from_another_games_checkpoint_is_refused(tiny_config, tmp_path, tr
                       f"run_dir={tmp_path}", *SMALL)  # fmt: skip
     with pytest.raises(ValueError, match=r"init_from=.* was trained for game tic_tac_toe"):
         train(cfg)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        (lambda a: a["move"].__setitem__(3, 5000), r"row 3 has move out of range"),
+        (lambda a: a["tokens"].__setitem__((2, 0), -1), r"row 2 has tokens out of range"),
+        (lambda a: a["win_probability"].__setitem__(1, 1.5), r"row 1 has win_probability"),
+        (lambda a: a["fen"].__setitem__(4, "not a fen"), r"row 4 has no valid FEN"),
+        (lambda a: a["move"].__setitem__(0, move_to_token("e1e8")), r"row 0's move is illegal"),
+    ],
+)
+def test_a_tampered_label_file_is_refused_before_training(tmp_path, tamper, message):
+    from games.chess_game import ChessGame
+    from games.chess_labels import load_labels
+    from mbrl.supervised import read_labels
+
+    path = tmp_path / "labels.npz"
+    synthetic_labels(path, positions=10)
+    arrays = load_labels(path)
+    arrays["fen"] = arrays["fen"].astype("<U100")
+    tamper(arrays)
+    write_atomically(path, **arrays)
+    with pytest.raises(ValueError, match=message):
+        read_labels(str(path), ChessGame({"history": 8}))
