@@ -142,7 +142,8 @@ def label_batch(game: ChessGame, part: dict[str, np.ndarray], rows: np.ndarray) 
 
 class HeldOut:
     """``(network) -> metrics`` on the held-out positions: the teacher's move agreement (top-1
-    among legal moves) and the value's error. Part of every evaluation of a supervised run."""
+    among legal moves), the value's error, and how often the policy's argmax before masking is
+    a legal move. Part of every evaluation of a supervised run."""
 
     def __init__(self, path: str, game: ChessGame):
         self.game = game
@@ -155,7 +156,13 @@ class HeldOut:
         was_training = network.training
         output = network.eval()(self.batch["obs"].to(device))
         network.train(was_training)
-        logits = output.logits.cpu().masked_fill(~self.batch["legal"], -torch.inf)
-        agree = (logits.argmax(-1).numpy() == self.part["move"]).mean()
+        logits, legal = output.logits.cpu(), self.batch["legal"]
+        # Play masks illegal moves; how often the unmasked argmax is legal shows what it learnt.
+        unmasked_legal = legal.gather(1, logits.argmax(-1, keepdim=True)).float().mean()
+        agree = logits.masked_fill(~legal, -torch.inf).argmax(-1).numpy() == self.part["move"]
         error = (output.value.cpu() - self.batch["value"]).abs().mean()
-        return {"teacher_move_agreement": float(agree), "value_abs_error": float(error)}
+        return {
+            "teacher_move_agreement": float(agree.mean()),
+            "value_abs_error": float(error),
+            "unmasked_argmax_legal": float(unmasked_legal),
+        }
