@@ -19,7 +19,7 @@ from pathlib import Path
 
 import chess.engine
 
-from benchmarks.learning_runs import compose_train
+from benchmarks.learning_runs import compose_train, eval_history
 from games.chess_labels import main as make_labels
 from games.chess_puzzles import PuzzleJudge, accuracy, load_puzzles
 from games.chess_puzzles import main as make_puzzles
@@ -56,6 +56,11 @@ def stage_table(run_dir: Path, args, puzzles) -> list[str]:
         f"{run_dir.name:>10} search vs raw over {duel.games} games: {duel.wins}/{duel.draws}/"
         f"{duel.losses}, Elo {elo:+.0f} [{low:+.0f}, {high:+.0f}]"
     )
+    history = eval_history(run_dir)
+    if history and "held_out" in history[-1]:  # the supervised stage's last evaluation
+        last = history[-1]
+        held_out = ", ".join(f"{k} {v:.3f}" for k, v in last["held_out"].items())
+        rows.append(f"{run_dir.name:>10} held-out labels at step {last['step']}: {held_out}")
     if puzzles is not None and len(puzzles["fen"]):
         engine = chess.engine.SimpleEngine.popen_uci(find_stockfish())
         try:
