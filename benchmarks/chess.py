@@ -82,7 +82,7 @@ def _choose(agent, game, fens: list[str]) -> list[int]:
     return [int(agent.choose([game.new_state(fen)])[0]) for fen in fens]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -101,7 +101,7 @@ def main() -> None:
     parser.add_argument("--movetime", default="50ms", help="Stockfish's limit: <N>ms or <N>n")
     parser.add_argument("--puzzle-positions", type=int, default=5000)
     parser.add_argument("--dir", type=Path, default=Path("runs/bench_chess"))
-    args, overrides = parser.parse_known_args()
+    args, overrides = parser.parse_known_args(argv)
     labels = args.dir / "labels.npz"
     make_labels(
         ["--positions", str(args.positions), "--nodes", str(args.nodes), "--out", str(labels)]
