@@ -11,6 +11,8 @@ from mbrl import registry
 from mbrl.config import LATENT_ALGORITHMS as LATENT
 from mbrl.config import TrainConfig
 
+BOARD_KINDS = ("openspiel", "chess")  # two-player games in BoardGameEnv: openings, resigning
+
 # Lower bounds of the counts a user sets, checked before anything is built so that the message
 # names the key as typed (the parts' own checks know only their field names).
 AT_LEAST = {
@@ -83,10 +85,10 @@ def validate(cfg: TrainConfig) -> None:
         "resign_threshold": cfg.trainer.resign_threshold > -1.0,
     }
     for key, used in board_only.items():
-        if used and kind != "openspiel":
+        if used and kind not in BOARD_KINDS:
             raise ValueError(
                 f"trainer.{key}={getattr(cfg.trainer, key)} needs a board game (game.kind="
-                f"openspiel), got game.kind={kind}"
+                f"{' | '.join(BOARD_KINDS)}), got game.kind={kind}"
             )
     for key in ("max_minutes", "max_train_minutes"):
         if not getattr(cfg.trainer, key) >= 0:
