@@ -32,30 +32,12 @@ def make_environment(game_cfg, batch_size: int, *, seed: int, training: bool = T
     kind = game_cfg.kind
     if kind == "openspiel":
         game = BoardGame(game_cfg.name, game_cfg.params, max_moves=game_cfg.max_moves)
-        return Environment(
-            BoardGameEnv(game, batch_size),
-            game.obs_shape,
-            np.dtype(np.float32),
-            game.num_actions,
-            1,
-            True,
-            game,
-            game.spec,
-        )
+        return _board_environment(game, batch_size)
     if kind == "chess":
         from games.chess_game import ChessGame  # python-chess, loaded for chess runs only
 
         game = ChessGame(game_cfg.params, max_moves=game_cfg.max_moves)
-        return Environment(
-            BoardGameEnv(game, batch_size),
-            game.obs_shape,
-            np.dtype(np.float32),
-            game.num_actions,
-            1,
-            True,
-            game,
-            game.spec,
-        )
+        return _board_environment(game, batch_size)
     if kind == "classic":
         env = ClassicControlEnv(game_cfg.name, batch_size)
         return Environment(
@@ -84,6 +66,20 @@ def make_environment(game_cfg, batch_size: int, *, seed: int, training: bool = T
             spec,
         )
     raise ValueError(f"game.kind must be openspiel, chess, classic or atari, got {kind!r}")
+
+
+def _board_environment(game, batch_size: int) -> Environment:
+    """B games of a two-player board game (OpenSpiel's or chess with move tokens) in lockstep."""
+    return Environment(
+        BoardGameEnv(game, batch_size),
+        game.obs_shape,
+        np.dtype(np.float32),
+        game.num_actions,
+        1,
+        True,
+        game,
+        game.spec,
+    )
 
 
 def build_latent_network(obs_shape: tuple[int, ...], num_actions: int, cfg) -> MuZeroNet:

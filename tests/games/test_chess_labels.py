@@ -8,14 +8,9 @@ import pytest
 
 from games.chess_labels import load_labels, main, win_probability
 from games.chess_tokens import token_to_move
-from games.stockfish import find_stockfish
+from games.stockfish import stockfish_installed
 
-try:
-    find_stockfish()
-    INSTALLED = True
-except ValueError:
-    INSTALLED = False
-needs_stockfish = pytest.mark.skipif(not INSTALLED, reason="Stockfish is not installed")
+needs_stockfish = pytest.mark.skipif(not stockfish_installed(), reason="Stockfish is not installed")
 
 
 def test_scores_become_win_probabilities_for_the_side_to_move():

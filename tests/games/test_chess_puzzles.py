@@ -9,14 +9,9 @@ import pytest
 from games.chess_labels import write_atomically
 from games.chess_puzzles import PuzzleJudge, accuracy, find_puzzles, load_puzzles
 from games.chess_tokens import move_to_token
-from games.stockfish import find_stockfish
+from games.stockfish import find_stockfish, stockfish_installed
 
-try:
-    find_stockfish()
-    INSTALLED = True
-except ValueError:
-    INSTALLED = False
-needs_stockfish = pytest.mark.skipif(not INSTALLED, reason="Stockfish is not installed")
+needs_stockfish = pytest.mark.skipif(not stockfish_installed(), reason="Stockfish is not installed")
 
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # Ra8#
 MATE_IN_TWO = "k7/8/2K5/8/8/8/8/7R w - - 0 1"  # Kb6 (or others), then Rh8#

@@ -8,14 +8,9 @@ import pytest
 from games.chess_game import ChessGame
 from games.chess_tokens import move_to_token
 from games.opponents import make_opponent
-from games.stockfish import StockfishOpponent, find_stockfish
+from games.stockfish import StockfishOpponent, find_stockfish, stockfish_installed
 
-try:
-    find_stockfish()
-    INSTALLED = True
-except ValueError:
-    INSTALLED = False
-needs_stockfish = pytest.mark.skipif(not INSTALLED, reason="Stockfish is not installed")
+needs_stockfish = pytest.mark.skipif(not stockfish_installed(), reason="Stockfish is not installed")
 
 
 @pytest.mark.parametrize(
