@@ -108,6 +108,7 @@ def generate(
 
 
 def write_atomically(path: Path, **arrays) -> None:
+    # mbrl.atomic_file's idea for one .npz; games/ imports nothing from mbrl, hence the copy
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

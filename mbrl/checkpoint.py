@@ -18,17 +18,17 @@ from __future__ import annotations
 import os
 import pickle
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from mbrl.atomic_file import remove_temporaries, write_atomically
+
 METADATA_KEY = "mbrl"
 LAST = "last.ckpt"
 STEP_PATTERN = "step*.ckpt"  # ModelCheckpoint's filename="step{step:06d}"
-TEMPORARY_PATTERN = ".*.tmp"  # `save_atomically`'s files, left behind by a killed write
 
 
 class UnsafeCheckpointError(ValueError):
@@ -87,25 +87,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 
 def save_atomically(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            torch.save(obj, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def remove_temporaries(directory: Path) -> list[Path]:
-    """Delete the temporary files a killed `save_atomically` left in ``directory``."""
-    leftovers = sorted(Path(directory).glob(TEMPORARY_PATTERN))
-    for path in leftovers:
-        path.unlink(missing_ok=True)
-    return leftovers
+    write_atomically(path, lambda tmp: torch.save(obj, tmp))
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:

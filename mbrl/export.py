@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mbrl.atomic_file import write_atomically
 from mbrl.loading import load_agent
 
 TOLERANCE = 1e-4  # onnxruntime against torch, largest absolute difference of any output
@@ -83,7 +82,7 @@ def export(cfg: ExportCommandConfig) -> dict:
         *(["value_logits"] if network(example).value_logits is not None else []),
     ]
     program = _export(network, example, names)
-    _save_atomically(out, program.save)
+    write_atomically(out, program.save)
     session = onnxruntime.InferenceSession(str(out))
     got = session.run(None, {"observations": observations})
     with torch.inference_mode():
@@ -108,7 +107,7 @@ def export(cfg: ExportCommandConfig) -> dict:
         from games.chess_tokens import move_vocabulary
 
         info["moves"] = list(move_vocabulary())  # logits[i] is the move moves[i] (UCI)
-    _save_atomically(
+    write_atomically(
         out.with_suffix(".json"), lambda path: Path(path).write_text(json.dumps(info, indent=1))
     )
     print(
@@ -135,18 +134,6 @@ def _export(network: torch.nn.Module, example: torch.Tensor, names: list[str]):
             dynamo=True,
             verbose=False,
         )
-
-
-def _save_atomically(path: Path, save) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    try:
-        save(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _run_dir(path: Path) -> Path:

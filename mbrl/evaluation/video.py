@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import cv2
 import numpy as np
 
 from games import TimeStep
+from mbrl.atomic_file import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -58,27 +58,12 @@ def write_video(frames: Sequence[np.ndarray], path: str | os.PathLike, fps: floa
         raise ValueError(f"fps must be > 0, got {fps}")
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".mp4":
-        if _atomic_write(path, lambda tmp: _write_mp4(frames, tmp, fps)):
+        if write_atomically(path, lambda tmp: _write_mp4(frames, tmp, fps)):
             return path
         log.warning("OpenCV could not open an mp4v writer for %s; writing a GIF instead", path)
         path = path.with_suffix(".gif")
-    _atomic_write(path, lambda tmp: _write_gif(frames, tmp, fps))
+    write_atomically(path, lambda tmp: _write_gif(frames, tmp, fps))
     return path
-
-
-def _atomic_write(path: Path, write: Callable[[Path], bool | None]) -> bool:
-    """Run ``write(tmp)`` on a temporary file next to ``path`` and rename it over ``path``
-    unless ``write`` returns False (then the temporary file is removed)."""
-    handle, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(handle)
-    tmp = Path(name)
-    try:
-        if write(tmp) is False:
-            return False
-        os.replace(tmp, path)
-        return True
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _write_mp4(frames: list[np.ndarray], tmp: Path, fps: float) -> bool:

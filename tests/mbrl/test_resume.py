@@ -132,7 +132,7 @@ def test_a_corrupt_last_ckpt_resumes_from_the_newest_step_checkpoint(tiny_config
     checkpoints = tmp_path / "checkpoints"
     last = checkpoints / "last.ckpt"
     last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])  # truncated mid-write
-    leftover = checkpoints / ".last.ckpt.k1ll3d.tmp"  # a killed atomic write
+    leftover = checkpoints / ".last.tmp.k1ll3d.ckpt"  # a killed atomic write
     leftover.write_bytes(b"partial")
     capsys.readouterr()
     summary = train(tiny_config(f"run_dir={tmp_path}", "trainer.max_steps=14"))

@@ -7,6 +7,7 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from mbrl.atomic_file import TEMPORARY_PATTERN
 from mbrl.checkpoint import load_checkpoint
 from mbrl.loading import load_agent
 from mbrl.train import train
@@ -60,7 +61,7 @@ def test_checkpoint_holds_everything_to_resume(trained_run):
         "step000010.ckpt",
         "step000020.ckpt",
     ]
-    assert not list((run_dir / "checkpoints").glob("*.tmp"))
+    assert not list((run_dir / "checkpoints").glob(TEMPORARY_PATTERN))
 
 
 def test_rerunning_a_finished_run_resumes_without_training_again(tiny_config, trained_run):
