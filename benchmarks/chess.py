@@ -3,13 +3,16 @@ optional search-distillation stage, and what each adds against Stockfish and wit
 
     python -m benchmarks.chess --positions 100000 --sl-minutes 30
     python -m benchmarks.chess --positions 100000 --sl-minutes 30 --rl-minutes 20 --games 40
+    python -m benchmarks.chess --positions 300000 --sl-minutes 45 --games 20 --duel-games 200 \
+        model.channels=96 trainer.max_steps=2400 optim.total_steps=2400 optim.warmup_steps=200
 
 Every stage is resumable (labels are reused, runs resume), so re-running goes on where it
 stopped. The table: each stage's network, as its raw policy (argmax over legal moves) and with
 a Gumbel search of ``--simulations``, against a ladder of Stockfish levels (``--ladder``, each
 giving an Elo estimate with its 95% interval) and against random; the search against the raw
-policy head to head, as an Elo difference with its interval; and the share of mate-in-1..3
-puzzles (`games.chess_puzzles`, from the label positions) each solves.
+policy head to head (``--duel-games``, from random 4-ply openings), as an Elo difference
+with its interval; and the share of mate-in-1..3 puzzles (`games.chess_puzzles`, from the
+label positions) each solves.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def stage_table(run_dir: Path, args, puzzles) -> list[str]:
                 line += f"  Elo {rung + elo:.0f} [{rung + low:.0f}, {rung + high:.0f}]"
             rows.append(line)
         getattr(opponent, "close", lambda: None)()
-    duel = play_match(loaded.game, searched, raw, args.games, seed=2, opening_plies=4)
+    duel = play_match(loaded.game, searched, raw, args.duel_games, seed=2, opening_plies=4)
     elo, low, high = elo_interval(duel.wins, duel.draws, duel.losses)
     rows.append(
         f"{run_dir.name:>10} search vs raw over {duel.games} games: {duel.wins}/{duel.draws}/"
@@ -91,6 +94,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sl-minutes", type=float, default=30.0)
     parser.add_argument("--rl-minutes", type=float, default=0.0)
     parser.add_argument("--games", type=int, default=40, help="per opponent, both seats")
+    parser.add_argument(
+        "--duel-games", type=int, default=200, help="search against the raw policy, both seats"
+    )
     parser.add_argument("--simulations", type=int, default=128)
     parser.add_argument(
         "--ladder",

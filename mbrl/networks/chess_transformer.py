@@ -63,9 +63,9 @@ class ChessTransformer(nn.Module):
             )
         positions = torch.arange(ids.shape[1], device=ids.device)
         x = self.token_embedding(ids) + self.position_embedding(positions)
-        for block in self.blocks:
+        for block in self.blocks[:-1]:
             x = block(x)
-        last = self.norm(x[:, -1])
+        last = self.norm(self.blocks[-1](x, last_only=True)[:, 0])  # the heads read only it
         value_logits = self.value_head(last)
         win = (value_logits.softmax(-1) * self.win_probabilities).sum(-1)
         return PolicyValue(self.policy_head(last), 2 * win - 1, value_logits)

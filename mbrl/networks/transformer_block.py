@@ -26,13 +26,18 @@ class TransformerBlock(nn.Module):
         )
         self.dropout = dropout
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)
+    def forward(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        """``x [B, T, C]`` -> ``[B, T, C]``, or with ``last_only`` just the last position's
+        output ``[B, 1, C]``: the same numbers for a quarter of a last block's work, for
+        networks that read only the last position (the chess transformer's heads)."""
         b, t, c = x.shape
         q, k, v = self.qkv(self.norm1(x)).split(c, dim=2)
-        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        if last_only:  # the last query sees every key, so no causal mask is needed
+            q, x = q[:, -1:], x[:, -1:]
+        q, k, v = (z.view(b, -1, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
         dropout = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=not last_only, dropout_p=dropout)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, -1, c))
         return x + self.mlp(self.norm2(x))
 
 

@@ -10,6 +10,7 @@ from games.chess_game import ChessGame
 from games.chess_tokens import NUM_MOVES, move_to_token
 from mbrl.losses import win_probability_bins
 from mbrl.networks.chess_transformer import ChessNetSettings, ChessTransformer
+from mbrl.networks.transformer_block import TransformerBlock
 from mbrl.objectives import AlphaZeroObjective
 
 SMALL = ChessNetSettings(layers=2, heads=2, width=32, value_bins=16)
@@ -35,6 +36,17 @@ def test_the_network_maps_board_tokens_to_move_logits_and_a_value():
     assert ((out.value >= -1) & (out.value <= 1)).all()
     with pytest.raises(ValueError, match=r"expected board tokens of shape \[B, 78\]"):
         net(obs[:, :10])
+
+
+def test_a_block_computing_only_the_last_position_matches_the_full_block():
+    torch.manual_seed(0)
+    block = TransformerBlock(width=32, heads=4).eval()
+    x = torch.randn(3, 11, 32)
+    full = block(x)
+    last = block(x, last_only=True)
+    assert last.shape == (3, 1, 32)
+    torch.testing.assert_close(last[:, 0], full[:, -1], rtol=1e-5, atol=1e-5)
+    assert (last[:, 0] - block(x[:, :-1])[:, -1]).abs().max() > 1e-3  # the last token matters
 
 
 def test_the_alphazero_objective_fits_chess_positions():
