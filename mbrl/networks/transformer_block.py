@@ -30,7 +30,7 @@ class TransformerBlock(nn.Module):
         """``x [B, T, C]`` -> ``[B, T, C]``, or with ``last_only`` just the last position's
         output ``[B, 1, C]``: the same numbers for a quarter of a last block's work, for
         networks that read only the last position (the chess transformer's heads)."""
-        b, t, c = x.shape
+        b, _, c = x.shape
         q, k, v = self.qkv(self.norm1(x)).split(c, dim=2)
         if last_only:  # the last query sees every key, so no causal mask is needed
             q, x = q[:, -1:], x[:, -1:]
