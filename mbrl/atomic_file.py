@@ -23,7 +23,9 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> bool:
     goes on."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.stem}.tmp.", suffix=path.suffix, dir=path.parent)
+    handle, name = tempfile.mkstemp(
+        prefix=f".{path.stem}.tmp.", suffix=path.suffix, dir=path.parent
+    )
     os.close(handle)
     tmp = Path(name)
     try:
