@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_bridge.objectives import REINFORCE_BASELINES
 from mbrl.config import ModelConfig, TrainConfig
 from mbrl.validation import check_at_least, validate
 
 # Pre-training on solver solutions, then rounds of search distillation, or the baselines SFT on
-# verified samples and GRPO.
-LM_ALGORITHMS = ("lm_pretrain", "lm_distill", "lm_sft_verified", "lm_grpo")
+# verified samples, GRPO and REINFORCE.
+LM_ALGORITHMS = ("lm_pretrain", "lm_distill", "lm_sft_verified", "lm_grpo", "lm_reinforce")
 
 
 @dataclass
@@ -65,9 +66,11 @@ class LLMConfig:
     # across rounds (true), or restart both at every round (false), as separate fits did.
     keep_optimizer: bool = False
     keep_data: bool = True  # distill / SFT: train on pre-training data + all rounds' data so far
-    samples_per_prompt: int = 8  # lm_sft_verified and lm_grpo: samples per prompt per round
+    samples_per_prompt: int = 8  # lm_sft_verified, lm_grpo, lm_reinforce: samples per prompt
     grpo_clip: float = 0.2
     grpo_dual_clip: float = 0.0  # > 1 bounds the negative-advantage term (dual-clip PPO); 0 = off
+    # lm_reinforce's baseline: value (the value head, per token) | group_mean | none
+    reinforce_baseline: str = "value"
     eval_prompts: int = 0  # test prompts in each greedy evaluation; 0 = all
 
 
@@ -111,6 +114,11 @@ def validate_text(cfg: TextTrainConfig) -> None:
     """The core's checks, then the llm group's."""
     validate(cfg)
     check_at_least(cfg, AT_LEAST)
+    if cfg.llm.reinforce_baseline not in REINFORCE_BASELINES:
+        raise ValueError(
+            f"llm.reinforce_baseline must be one of {REINFORCE_BASELINES}, got "
+            f"{cfg.llm.reinforce_baseline!r}"
+        )
     if cfg.backend.name == "ray" and cfg.llm.search_pass_budget:
         raise ValueError(
             f"llm.search_pass_budget={cfg.llm.search_pass_budget} buys each prompt as many "

@@ -3,7 +3,9 @@
 Same contract as `mbrl.objectives`: ``(network, batch) -> LossOutput``. ``LMObjective`` is
 K = 0 MuZero/AlphaZero for a language model: policy cross-entropy to a target over candidate
 token ids (the search's improved policy, or the next token when pre-training) plus the value
-head's binary cross-entropy to the verifier's outcome. ``GRPOObjective`` is the baseline.
+head's binary cross-entropy to the verifier's outcome. ``GRPOObjective`` and
+``ReinforceObjective`` are the policy-gradient baselines; both log the variance of their
+gradient estimate (`policy_gradient_variance`), so what a baseline buys is measured.
 """
 
 from __future__ import annotations
@@ -49,6 +51,24 @@ def sampled_log_probs(logits: torch.Tensor, batch: dict[str, torch.Tensor]) -> t
     return torch.log_softmax(logits, -1).gather(-1, chosen[..., None]).squeeze(-1)
 
 
+def policy_gradient_variance(
+    logits: torch.Tensor, batch: dict[str, torch.Tensor], advantage: torch.Tensor
+) -> torch.Tensor:
+    """The variance over sequences of each one's policy-gradient estimate, restricted to the
+    gradient with respect to the logits summed over positions (exactly the gradient of an
+    output bias), as the trace of its covariance: ``mean_i ||g_i - mean g||^2`` with
+    ``g_i = sum_t advantage[i, t] * (softmax(logits[i, t]) - onehot(sampled[i, t])) / T_i``.
+
+    The per-sequence gradient of a whole network would cost a backward pass per sequence;
+    this one is closed-form and moves with the full one as advantages change (the estimate a
+    baseline is meant to steady). ``advantage [B, T]``, zero off ``target_mask``."""
+    mask = batch["target_mask"]
+    chosen = F.one_hot(batch["candidates"][..., 0], logits.shape[-1]).to(logits.dtype)
+    weights = (advantage * mask) / mask.sum(1, keepdim=True).clamp_min(1)
+    per_sequence = torch.einsum("bt,btv->bv", weights, logits.detach().softmax(-1) - chosen)
+    return (per_sequence - per_sequence.mean(0)).pow(2).sum(1).mean()
+
+
 @dataclass(frozen=True)
 class GRPOObjective:
     """Group-relative policy optimisation (Shao et al. 2024, DeepSeekMath): the clipped
@@ -83,6 +103,63 @@ class GRPOObjective:
             "policy_loss": loss.detach(),
             "clip_fraction": ((ratio - 1).abs() > self.clip)[mask].float().mean().detach(),
             "mean_advantage_abs": batch["advantage"].abs().mean(),
+            "gradient_variance": policy_gradient_variance(
+                heads.logits, batch, advantage.expand_as(mask)
+            ),
+        }
+        return losses.LossOutput(loss, per_sequence.detach(), metrics)
+
+
+REINFORCE_BASELINES = ("value", "group_mean", "none")
+
+
+@dataclass(frozen=True)
+class ReinforceObjective:
+    """REINFORCE (Williams 1992) with a baseline: ``-sum_t (R - b_t) log pi(a_t)`` averaged over
+    each sequence's tokens, on-policy (no ratio, no clipping), plus the value head's binary
+    cross-entropy to the verifier's reward ``R`` (the batch's ``value``).
+
+    ``baseline``: ``value``, the value head's success probability at each prefix, a learned
+    per-token baseline (detached: it only centres the advantage); ``group_mean``, the mean
+    reward of the prompt's samples (`llm_bridge.rounds.reinforce_examples` puts ``R - mean``
+    in ``advantage``); ``none``, ``R`` itself. ``gradient_variance`` shows what each buys."""
+
+    baseline: str = "value"
+    value_weight: float = 0.5
+
+    def __post_init__(self):
+        if self.baseline not in REINFORCE_BASELINES:
+            raise ValueError(
+                f"REINFORCE baseline must be one of {REINFORCE_BASELINES}, got {self.baseline!r}"
+            )
+
+    def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        heads = network(batch["ids"])
+        mask = batch["target_mask"]
+        log_prob = sampled_log_probs(heads.logits, batch)
+        if self.baseline == "value":  # the value at position t judges the prefix ids[: t + 1]
+            reward = batch["value"][:, None]
+            advantage = reward - torch.sigmoid(heads.value_logit).detach()
+        else:
+            advantage = batch["advantage"][:, None].expand_as(log_prob)
+        advantage = advantage * mask
+        tokens = mask.sum(1).clamp_min(1)
+        per_sequence = -(advantage * log_prob).sum(1) / tokens
+        policy_loss = per_sequence.mean()
+        value_mask = batch["value_mask"]
+        target = batch["value"][:, None].expand_as(value_mask)[value_mask]
+        value_loss = (
+            F.binary_cross_entropy_with_logits(heads.value_logit[value_mask], target)
+            if value_mask.any()
+            else heads.value_logit.sum() * 0.0
+        )
+        loss = policy_loss + self.value_weight * value_loss
+        metrics = {
+            "loss": loss.detach(),
+            "policy_loss": policy_loss.detach(),
+            "value_loss": value_loss.detach(),
+            "mean_advantage_abs": (advantage.abs().sum() / mask.sum().clamp_min(1)).detach(),
+            "gradient_variance": policy_gradient_variance(heads.logits, batch, advantage),
         }
         return losses.LossOutput(loss, per_sequence.detach(), metrics)
 
@@ -92,7 +169,7 @@ class RoundObjective:
     """Pre-training's objective on pre-training batches (``batch["pretraining"]``, set by
     `llm_bridge.text_loop.TextRounds`), the algorithm's on the rounds after it."""
 
-    rounds: LMObjective | GRPOObjective
+    rounds: LMObjective | GRPOObjective | ReinforceObjective
     pretraining: LMObjective = LMObjective()
 
     def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):

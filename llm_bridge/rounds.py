@@ -1,5 +1,5 @@
 """Training data for each LM method, built from decodes: pre-training, search distillation,
-SFT on verified samples (STaR / ReST-EM) and GRPO. Pure data building; `llm_bridge.train_text`
+SFT on verified samples (STaR / ReST-EM), GRPO and REINFORCE. Pure data building; `llm_bridge.train_text`
 runs the rounds.
 """
 
@@ -200,6 +200,30 @@ def grpo_examples(
             ids = decoded.ids[i * samples_per_item + j]
             examples.append(next_token_example(ids, prompt_length, advantage=float(advantages[j])))
     _attach_log_probs(network, examples)
+    return examples
+
+
+def reinforce_examples(
+    env: TextEnv,
+    items: Sequence[Any],
+    decoded: Decoded,
+    samples_per_item: int,
+    baseline: str,
+) -> list[SequenceExample]:
+    """Every sample, its reward as the value target; with the ``group_mean`` baseline the
+    advantage is ``r - mean`` over the item's samples, otherwise ``r`` (the ``value`` baseline
+    is subtracted per token by `llm_bridge.objectives.ReinforceObjective`). Unlike GRPO no group
+    is dropped: under a learned baseline, an all-failed group still says "less of this"."""
+    examples = []
+    rewards = decoded.rewards.reshape(len(items), samples_per_item)
+    for i, item in enumerate(items):
+        centre = rewards[i].mean() if baseline == "group_mean" else 0.0
+        prompt_length = len(env.prompt_ids(item))
+        for j in range(samples_per_item):
+            ids, reward = decoded.ids[i * samples_per_item + j], float(rewards[i, j])
+            examples.append(
+                next_token_example(ids, prompt_length, value=reward, advantage=reward - centre)
+            )
     return examples
 
 

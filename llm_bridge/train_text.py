@@ -11,11 +11,13 @@ algorithm's method, and trains ``llm.round_steps`` gradient steps on it:
   candidate tokens on the decoded and every verified completion found + value to the
   verifier's outcome (`LMObjective`);
 - ``lm_sft_verified``: ``llm.samples_per_prompt`` samples, SFT on the verified ones;
-- ``lm_grpo``: the same samples, GRPO with group-relative advantages (`GRPOObjective`).
+- ``lm_grpo``: the same samples, GRPO with group-relative advantages (`GRPOObjective`);
+- ``lm_reinforce``: the same samples, REINFORCE with the value head (or the group mean) as
+  baseline (`ReinforceObjective`).
 
 With ``llm.keep_data`` distillation and SFT train each round on the pre-training data plus every
 round's data so far (a growing pool, expert iteration's replay), so a round adds to what the
-model knows instead of replacing it; GRPO stays on-policy.
+model knows instead of replacing it; GRPO and REINFORCE stay on-policy.
 
 After every round the model decodes the test prompts greedily; accuracy, forward passes spent on
 data and the training solve rate go to TensorBoard (``rounds/*`` in run_dir/tb, beside the
@@ -43,8 +45,19 @@ from llm_bridge.decoding import Decoded, TreeSearchSettings, decode, decode_dist
 from llm_bridge.lm_checkpoint import KIND as LM_KIND
 from llm_bridge.lm_checkpoint import load_lm
 from llm_bridge.models import TinyLM, TinyLMSettings
-from llm_bridge.objectives import GRPOObjective, LMObjective, RoundObjective
-from llm_bridge.rounds import distill_examples, grpo_examples, pretrain_examples, verified_examples
+from llm_bridge.objectives import (
+    GRPOObjective,
+    LMObjective,
+    ReinforceObjective,
+    RoundObjective,
+)
+from llm_bridge.rounds import (
+    distill_examples,
+    grpo_examples,
+    pretrain_examples,
+    reinforce_examples,
+    verified_examples,
+)
 from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.text_env import TextEnv
 from llm_bridge.text_loop import RoundEnd, TextRounds
@@ -56,6 +69,8 @@ from mbrl.quiet import quiet_third_party
 from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.system import System
 from mbrl.threads import configure_threads
+
+ON_POLICY = ("lm_grpo", "lm_reinforce")  # train on this round's samples only
 
 
 def task_spec(cfg: TextTrainConfig) -> dict:
@@ -154,6 +169,8 @@ def round_data(
         decoded = decode_items(n, method="sample", seed=seed)
         if cfg.algo.name == "lm_sft_verified":
             examples = verified_examples(env, items, decoded, n)
+        elif cfg.algo.name == "lm_reinforce":
+            examples = reinforce_examples(env, items, decoded, n, llm.reinforce_baseline)
         else:
             examples = grpo_examples(env, items, decoded, n, network)
     stats = {
@@ -258,7 +275,7 @@ def train_text(cfg: TextTrainConfig) -> dict:
         first_round=first_round,
         rounds=0 if cfg.algo.name == "lm_pretrain" else llm.rounds,
         round_steps=lambda r: llm.pretrain_steps if r == 0 else llm.round_steps,
-        keep_data=llm.keep_data and cfg.algo.name != "lm_grpo",  # GRPO stays on-policy
+        keep_data=llm.keep_data and cfg.algo.name not in ON_POLICY,
         batch_size=cfg.trainer.batch_size,
         seed=cfg.seed * 1000,  # round r draws its batches with seed * 1000 + r
         keep_optimizer=llm.keep_optimizer,
@@ -319,6 +336,8 @@ def _objective(cfg: TextTrainConfig):
     """The algorithm's objective for the rounds after pre-training."""
     if cfg.algo.name == "lm_grpo":
         return GRPOObjective(clip=cfg.llm.grpo_clip, dual_clip=cfg.llm.grpo_dual_clip)
+    if cfg.algo.name == "lm_reinforce":
+        return ReinforceObjective(baseline=cfg.llm.reinforce_baseline)
     return LMObjective()
 
 
