@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llm_bridge.objectives import REINFORCE_BASELINES
+from llm_bridge.objectives import DIVERGENCES, REINFORCE_BASELINES
 from mbrl.config import ModelConfig, TrainConfig
 from mbrl.validation import check_at_least, validate
 
-# Pre-training on solver solutions, then rounds of search distillation, or the baselines SFT on
-# verified samples, GRPO and REINFORCE.
-LM_ALGORITHMS = ("lm_pretrain", "lm_distill", "lm_sft_verified", "lm_grpo", "lm_reinforce")
+# Pre-training on solver solutions, then rounds of search distillation, on-policy distillation,
+# or the baselines SFT on verified samples, GRPO and REINFORCE.
+LM_ALGORITHMS = (
+    "lm_pretrain",
+    "lm_distill",
+    "lm_opd",
+    "lm_sft_verified",
+    "lm_grpo",
+    "lm_reinforce",
+)
 
 
 @dataclass
@@ -71,6 +78,13 @@ class LLMConfig:
     grpo_dual_clip: float = 0.0  # > 1 bounds the negative-advantage term (dual-clip PPO); 0 = off
     # lm_reinforce's baseline: value (the value head, per token) | group_mean | none
     reinforce_baseline: str = "value"
+    # lm_opd (llm_bridge/on_policy.py): the teacher scoring the student's samples, "search"
+    # (a search at each of the student's decisions, the search group's settings) or a stronger
+    # LM checkpoint (a run directory or .ckpt with the same tokenizer); the divergence
+    # reverse_kl | forward_kl | jsd, and the JSD's beta (GKD)
+    opd_teacher: str = "search"
+    opd_divergence: str = "reverse_kl"
+    opd_beta: float = 0.5
     eval_prompts: int = 0  # test prompts in each greedy evaluation; 0 = all
 
 
@@ -114,6 +128,14 @@ def validate_text(cfg: TextTrainConfig) -> None:
     """The core's checks, then the llm group's."""
     validate(cfg)
     check_at_least(cfg, AT_LEAST)
+    if cfg.llm.opd_divergence not in DIVERGENCES:
+        raise ValueError(
+            f"llm.opd_divergence must be one of {DIVERGENCES}, got {cfg.llm.opd_divergence!r}"
+        )
+    if not 0 < cfg.llm.opd_beta < 1:
+        raise ValueError(f"llm.opd_beta must be in (0, 1), got {cfg.llm.opd_beta}")
+    if cfg.algo.name == "lm_opd" and cfg.backend.name == "ray":
+        raise ValueError("algo=lm_opd decodes and scores in this process: use backend=embedded")
     if cfg.llm.reinforce_baseline not in REINFORCE_BASELINES:
         raise ValueError(
             f"llm.reinforce_baseline must be one of {REINFORCE_BASELINES}, got "

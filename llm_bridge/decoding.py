@@ -122,6 +122,18 @@ def decode(
     return _decoded(nodes, env.adapter.forward_passes - before, targets, solutions)
 
 
+def sample_decisions(
+    env: TextEnv, items: Sequence[Any], seed: int, temperature: float = 1.0
+) -> tuple[Decoded, list[list[TextNode]]]:
+    """``decode(method="sample")``, and per item the nodes where a token was sampled, in order
+    (tokens the grammar forced are no decision): the student's states, for on-policy
+    distillation (`llm_bridge.on_policy`)."""
+    before = env.adapter.forward_passes
+    decisions: list[list[TextNode]] = []
+    nodes = _rollout(env, items, _sampling_rng(seed, 0), temperature, decisions)
+    return _decoded(nodes, env.adapter.forward_passes - before, [], []), decisions
+
+
 def _sampling_rng(seed: int, first_row: int) -> np.random.Generator:
     return np.random.default_rng(seed if first_row == 0 else [seed, first_row])
 
@@ -211,11 +223,23 @@ def _softmax(logits: np.ndarray, legal: np.ndarray, temperature: float = 1.0) ->
     return z / z.sum(-1, keepdims=True)
 
 
-def _rollout(env: TextEnv, items, rng: np.random.Generator | None, temperature: float):
-    """Greedy (``rng`` None) or sampled decoding to the end of every prompt."""
+def _rollout(
+    env: TextEnv,
+    items,
+    rng: np.random.Generator | None,
+    temperature: float,
+    decisions: list[list[TextNode]] | None = None,
+):
+    """Greedy (``rng`` None) or sampled decoding to the end of every prompt. ``decisions``,
+    if given, receives per prompt the nodes where a token was chosen, in order."""
     nodes = env.reset(items)
+    if decisions is not None:
+        decisions[:] = [[] for _ in nodes]
     while live := [i for i, n in enumerate(nodes) if not n.terminal]:
         parents = [nodes[i] for i in live]
+        if decisions is not None:
+            for i in live:
+                decisions[i].append(nodes[i])
         if rng is None:
             actions = [int(np.argmax(np.where(p.legal, p.prior_logits, -np.inf))) for p in parents]
         else:
@@ -283,7 +307,7 @@ def _search_decode(
     while live := [i for i, n in enumerate(nodes) if not n.terminal]:
         roots = [nodes[i] for i in live]
         rows = [first_row + i for i in live]
-        output = _search(env, roots, settings, _root_seeds(seed, rows, move))
+        output = search_roots(env, roots, settings, _root_seeds(seed, rows, move))
         for j, (i, root) in enumerate(zip(live, roots, strict=True)):
             leaves = _verified_leaves(output.embeddings[j])
             if leaves:  # solved: return the first verified completion stored
@@ -306,7 +330,8 @@ def _search_decode(
     return nodes, targets, solutions
 
 
-def _search(env: TextEnv, roots: list[TextNode], settings: TreeSearchSettings, keys):
+def search_roots(env: TextEnv, roots: list[TextNode], settings: TreeSearchSettings, keys):
+    """One batched search from ``roots`` (any nodes of ``env``), per-root ``keys``."""
     root = search.RootOutput(
         prior_logits=np.stack([r.prior_logits for r in roots]),
         value=np.array([r.value for r in roots], np.float32),

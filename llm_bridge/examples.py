@@ -6,6 +6,7 @@ same batch: a right-padded sequence with per-position targets over candidate tok
     ids          [B, T]    int64   prompt + completion, padded with ``pad_id``
     target_mask  [B, T]    bool    positions whose next-token distribution is trained
     candidates   [B, T, K] int64   candidate ids at those positions (0 where padded)
+    candidate_mask [B, T, K] bool  the candidates that are real (not padding)
     policy       [B, T, K] float32 target probabilities over the candidates
     value        [B]       float32 the verifier's outcome for the completion (0 or 1)
     value_mask   [B, T]    bool    positions whose value head is trained (the completion's)
@@ -61,6 +62,7 @@ def collate(examples: Sequence[SequenceExample], pad_id: int = 0) -> dict[str, t
     ids = np.full((b, t), pad_id, np.int64)
     target_mask = np.zeros((b, t), bool)
     candidates = np.zeros((b, t, k), np.int64)
+    candidate_mask = np.zeros((b, t, k), bool)
     policy = np.zeros((b, t, k), np.float32)
     value = np.zeros(b, np.float32)
     value_mask = np.zeros((b, t), bool)
@@ -73,6 +75,7 @@ def collate(examples: Sequence[SequenceExample], pad_id: int = 0) -> dict[str, t
             cands = np.asarray(e.candidates[j])
             keep = cands >= 0  # -1 pads the decoding's fixed width
             candidates[row, pos, : keep.sum()] = cands[keep]
+            candidate_mask[row, pos, : keep.sum()] = True
             policy[row, pos, : keep.sum()] = np.asarray(e.policy[j])[keep]
             if e.old_log_prob:
                 old_log_prob[row, pos] = e.old_log_prob[j]
@@ -85,6 +88,7 @@ def collate(examples: Sequence[SequenceExample], pad_id: int = 0) -> dict[str, t
         ids=ids,
         target_mask=target_mask,
         candidates=candidates,
+        candidate_mask=candidate_mask,
         policy=policy,
         value=value,
         value_mask=value_mask,

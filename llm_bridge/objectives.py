@@ -164,12 +164,91 @@ class ReinforceObjective:
         return losses.LossOutput(loss, per_sequence.detach(), metrics)
 
 
+DIVERGENCES = ("reverse_kl", "forward_kl", "jsd")
+TEACHER_FLOOR = 1e-3  # uniform mass mixed into the teacher, so reverse KL stays finite
+
+
+def candidate_divergence(
+    student_logits: torch.Tensor,
+    teacher: torch.Tensor,
+    valid: torch.Tensor,
+    kind: str,
+    beta: float = 0.5,
+) -> torch.Tensor:
+    """Per decision ``[N]``: the divergence between the student's distribution over the
+    candidates (its logits ``[N, K]`` renormalised over the ``valid`` ones) and the teacher's
+    ``[N, K]``, exactly over the candidate set. ``reverse_kl`` is KL(student || teacher), mode
+    seeking, the on-policy distillation objective; ``forward_kl`` is KL(teacher || student),
+    which is cross-entropy up to a constant; ``jsd`` is GKD's generalised Jensen-Shannon,
+    ``beta KL(teacher || m) + (1 - beta) KL(student || m)`` with ``m = beta teacher + (1 - beta)
+    student`` (0 < beta < 1). The teacher is floored (``TEACHER_FLOOR``) so a candidate a
+    search never visited does not make reverse KL infinite."""
+    counts = valid.sum(-1, keepdim=True).clamp_min(1)
+    # A finite fill: -inf would give 0 * inf = NaN in the gradient of the padded slots.
+    log_q = torch.log_softmax(student_logits.float().masked_fill(~valid, -1e9), -1)
+    p = (1 - TEACHER_FLOOR) * teacher + TEACHER_FLOOR * valid / counts
+    p = torch.where(valid, p / p.sum(-1, keepdim=True), 0.0)
+    log_p = torch.log(p.clamp_min(1e-30))
+    q = log_q.exp()
+
+    def kl(a, log_a, log_b):
+        return torch.where(valid, a * (log_a - log_b), 0.0).sum(-1)
+
+    if kind == "reverse_kl":
+        return kl(q, log_q, log_p)
+    if kind == "forward_kl":
+        return kl(p, log_p, log_q)
+    if kind == "jsd":
+        log_m = torch.log((beta * p + (1 - beta) * q).clamp_min(1e-30))
+        return beta * kl(p, log_p, log_m) + (1 - beta) * kl(q, log_q, log_m)
+    raise ValueError(f"divergence must be one of {DIVERGENCES}, got {kind!r}")
+
+
+@dataclass(frozen=True)
+class OnPolicyDistillObjective:
+    """On-policy distillation (`llm_bridge.on_policy`): at every decision of the student's own
+    samples, ``divergence`` between the student and the teacher over the decision's
+    candidates (`candidate_divergence`), averaged over decisions; plus the value head's binary
+    cross-entropy to each sample's reward."""
+
+    divergence: str = "reverse_kl"
+    beta: float = 0.5  # jsd only
+    value_weight: float = 0.5
+
+    def __post_init__(self):
+        if self.divergence not in DIVERGENCES:
+            raise ValueError(f"divergence must be one of {DIVERGENCES}, got {self.divergence!r}")
+        if not 0 < self.beta < 1:
+            raise ValueError(f"the JSD's beta must be in (0, 1), got {self.beta}")
+
+    def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        heads = network(batch["ids"])
+        mask = batch["target_mask"]
+        candidates = batch["candidates"][mask]
+        student = heads.logits[mask].gather(-1, candidates)
+        valid = batch["candidate_mask"][mask]
+        divergence = candidate_divergence(
+            student, batch["policy"][mask], valid, self.divergence, self.beta
+        )
+        policy_loss = divergence.mean()
+        loss = policy_loss
+        metrics = {"policy_loss": policy_loss.detach(), self.divergence: policy_loss.detach()}
+        value_mask = batch["value_mask"]
+        if value_mask.any():
+            target = batch["value"][:, None].expand_as(value_mask)[value_mask]
+            value_loss = F.binary_cross_entropy_with_logits(heads.value_logit[value_mask], target)
+            loss = loss + self.value_weight * value_loss
+            metrics["value_loss"] = value_loss.detach()
+        metrics["loss"] = loss.detach()
+        return losses.LossOutput(loss, torch.zeros(len(batch["ids"])), metrics)
+
+
 @dataclass(frozen=True)
 class RoundObjective:
     """Pre-training's objective on pre-training batches (``batch["pretraining"]``, set by
     `llm_bridge.text_loop.TextRounds`), the algorithm's on the rounds after it."""
 
-    rounds: LMObjective | GRPOObjective | ReinforceObjective
+    rounds: LMObjective | GRPOObjective | ReinforceObjective | OnPolicyDistillObjective
     pretraining: LMObjective = LMObjective()
 
     def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):

@@ -13,11 +13,14 @@ algorithm's method, and trains ``llm.round_steps`` gradient steps on it:
 - ``lm_sft_verified``: ``llm.samples_per_prompt`` samples, SFT on the verified ones;
 - ``lm_grpo``: the same samples, GRPO with group-relative advantages (`GRPOObjective`);
 - ``lm_reinforce``: the same samples, REINFORCE with the value head (or the group mean) as
-  baseline (`ReinforceObjective`).
+  baseline (`ReinforceObjective`);
+- ``lm_opd``: on-policy distillation (`llm_bridge.on_policy`): the same samples, a teacher (a
+  search at each of the student's decisions, or a stronger checkpoint) scores every decision,
+  and the student minimises a divergence to it there (`OnPolicyDistillObjective`).
 
 With ``llm.keep_data`` distillation and SFT train each round on the pre-training data plus every
 round's data so far (a growing pool, expert iteration's replay), so a round adds to what the
-model knows instead of replacing it; GRPO and REINFORCE stay on-policy.
+model knows instead of replacing it; GRPO, REINFORCE and on-policy distillation stay on-policy.
 
 After every round the model decodes the test prompts greedily; accuracy, forward passes spent on
 data and the training solve rate go to TensorBoard (``rounds/*`` in run_dir/tb, beside the
@@ -41,15 +44,28 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from llm_bridge.adapter import check_overflow
 from llm_bridge.config import TextTrainConfig, validate_text
-from llm_bridge.decoding import Decoded, TreeSearchSettings, decode, decode_distinct
+from llm_bridge.decoding import (
+    Decoded,
+    TreeSearchSettings,
+    decode,
+    decode_distinct,
+    sample_decisions,
+)
 from llm_bridge.lm_checkpoint import KIND as LM_KIND
 from llm_bridge.lm_checkpoint import load_lm
 from llm_bridge.models import TinyLM, TinyLMSettings
 from llm_bridge.objectives import (
     GRPOObjective,
     LMObjective,
+    OnPolicyDistillObjective,
     ReinforceObjective,
     RoundObjective,
+)
+from llm_bridge.on_policy import (
+    SEARCH_TEACHER,
+    checkpoint_teacher,
+    on_policy_examples,
+    search_teacher,
 )
 from llm_bridge.rounds import (
     distill_examples,
@@ -70,7 +86,7 @@ from mbrl.run_dir import check_run_dir, claim_run_dir
 from mbrl.system import System
 from mbrl.threads import configure_threads
 
-ON_POLICY = ("lm_grpo", "lm_reinforce")  # train on this round's samples only
+ON_POLICY = ("lm_grpo", "lm_reinforce", "lm_opd")  # train on this round's samples only
 
 
 def task_spec(cfg: TextTrainConfig) -> dict:
@@ -121,11 +137,18 @@ def _round_items(train: list, count: int, seed: int, round_index: int) -> list:
 
 
 def round_data(
-    cfg: TextTrainConfig, env: TextEnv, items: list, round_index: int, network, decoders=None
+    cfg: TextTrainConfig,
+    env: TextEnv,
+    items: list,
+    round_index: int,
+    network,
+    decoders=None,
+    teacher=None,
 ):
     """``(examples, stats)`` of one round of the configured algorithm, with ``network`` as it
     is now (GRPO records its log-probs); ``decoders`` (`llm_bridge.ray_decoding.RayDecoders`)
-    decode the round's prompts on Ray, or None: here."""
+    decode the round's prompts on Ray, or None: here. ``teacher``: on-policy distillation's
+    teacher checkpoint as an `LMAdapter` (None: the search teaches)."""
     llm, seed = cfg.llm, cfg.seed * 1000 + round_index
     ray_before = (decoders.seconds, decoders.restarts) if decoders is not None else None
 
@@ -164,6 +187,9 @@ def round_data(
             unsolved_targets=llm.unsolved_policy_targets,
             teacher_force_solutions=llm.teacher_force_solutions,
         )
+    elif cfg.algo.name == "lm_opd":
+        n = llm.samples_per_prompt
+        decoded, examples, teacher_passes = _on_policy_round(cfg, env, items, seed, teacher)
     else:
         n = llm.samples_per_prompt
         decoded = decode_items(n, method="sample", seed=seed)
@@ -179,12 +205,50 @@ def round_data(
         "train_solved_any": float((decoded.rewards.reshape(len(items), n).max(1) > 0).mean()),
         "examples": len(examples),
     }
+    stats["completion_tokens"] = sum(  # sampled or decoded, the cost GRPO is measured in
+        len(ids) - len(env.prompt_ids(items[k // n])) for k, ids in enumerate(decoded.ids)
+    )
     if cfg.algo.name == "lm_distill":
         stats["searches_per_prompt"] = n
+    if cfg.algo.name == "lm_opd":
+        stats["teacher_passes"] = teacher_passes
     if decoders is not None:  # this round's
         stats["ray_decode_seconds"] = decoders.seconds - ray_before[0]
         stats["ray_decoder_restarts"] = decoders.restarts - ray_before[1]
     return examples, stats
+
+
+def _on_policy_round(cfg: TextTrainConfig, env: TextEnv, items: list, seed: int, teacher):
+    """On-policy distillation's data: the student's samples, each decision scored by the
+    teacher; ``(decoded, examples, teacher passes)``, the teacher's passes included in
+    ``decoded.forward_passes``."""
+    n = cfg.llm.samples_per_prompt
+    decoded, decisions = sample_decisions(env, [item for item in items for _ in range(n)], seed)
+    flat = [node for path in decisions for node in path]
+    if teacher is None:
+        before = env.adapter.forward_passes
+        policies = search_teacher(env, flat, distill_search_settings(cfg), seed)
+        teacher_passes = env.adapter.forward_passes - before
+    else:
+        before = teacher.forward_passes
+        policies = checkpoint_teacher(teacher, flat)
+        teacher_passes = teacher.forward_passes - before
+    decoded.forward_passes += teacher_passes
+    examples = on_policy_examples(env, items, decoded, decisions, policies, n)
+    return decoded, examples, teacher_passes
+
+
+def opd_teacher(cfg: TextTrainConfig, tokenizer: CharTokenizer):
+    """On-policy distillation's teacher checkpoint as an adapter, or None (the search)."""
+    if cfg.algo.name != "lm_opd" or cfg.llm.opd_teacher == SEARCH_TEACHER:
+        return None
+    loaded = load_lm(cfg.llm.opd_teacher)
+    if loaded.tokenizer.alphabet != tokenizer.alphabet:
+        raise ValueError(
+            f"llm.opd_teacher={cfg.llm.opd_teacher} has another tokenizer; the teacher scores "
+            "the student's candidate tokens, so both must share one"
+        )
+    return TransformerAdapter(loaded.model, eos_id=tokenizer.eos_id, overflow=cfg.llm.overflow)
 
 
 def distill_search_settings(cfg: TextTrainConfig) -> TreeSearchSettings:
@@ -231,7 +295,7 @@ def train_text(cfg: TextTrainConfig) -> dict:
     if llm.backend != "tiny":
         raise ValueError(f"llm.backend must be 'tiny' for training, got {llm.backend!r}")
     check_overflow(llm.overflow, "llm.overflow")
-    if cfg.algo.name == "lm_distill":
+    if cfg.algo.name in ("lm_distill", "lm_opd"):
         distill_search_settings(cfg)  # bad search settings fail before pre-training
     run_dir = check_run_dir(cfg)
     quiet_third_party()
@@ -241,6 +305,7 @@ def train_text(cfg: TextTrainConfig) -> dict:
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     split = task_from_spec(task_spec(cfg))
     tokenizer = CharTokenizer()
+    teacher = opd_teacher(cfg, tokenizer)  # a missing or mismatched teacher fails here
     model, first_round = _initial_model(cfg, tokenizer)
     env = build_env(
         model,
@@ -266,7 +331,7 @@ def train_text(cfg: TextTrainConfig) -> dict:
 
     def collect(round_index: int) -> tuple[list, dict]:
         items = _round_items(split.round_prompts(), llm.round_prompts, cfg.seed, round_index)
-        return round_data(cfg, env, items, round_index, model, decoders=decoders)
+        return round_data(cfg, env, items, round_index, model, decoders=decoders, teacher=teacher)
 
     data = TextRounds(
         collect,
@@ -338,6 +403,8 @@ def _objective(cfg: TextTrainConfig):
         return GRPOObjective(clip=cfg.llm.grpo_clip, dual_clip=cfg.llm.grpo_dual_clip)
     if cfg.algo.name == "lm_reinforce":
         return ReinforceObjective(baseline=cfg.llm.reinforce_baseline)
+    if cfg.algo.name == "lm_opd":
+        return OnPolicyDistillObjective(cfg.llm.opd_divergence, cfg.llm.opd_beta)
     return LMObjective()
 
 
