@@ -114,6 +114,9 @@ def write_atomically(path: Path, **arrays) -> None:
     try:
         with os.fdopen(handle, "wb") as file:
             np.savez_compressed(file, **arrays)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp's 0600 would hide the file from a group
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -33,10 +33,17 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> bool:
             return False
         with open(tmp, "rb+") as file:  # on disk before the rename makes it visible
             os.fsync(file.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide the file from a group
         os.replace(tmp, path)
         return True
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def remove_temporaries(directory: Path) -> list[Path]:

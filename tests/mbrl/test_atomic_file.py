@@ -1,5 +1,8 @@
 """`write_atomically`: the target holds the old file or the new one, never half of one."""
 
+import os
+import stat
+
 import pytest
 
 from mbrl.atomic_file import remove_temporaries, write_atomically
@@ -10,6 +13,16 @@ def test_a_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
     assert write_atomically(target, lambda tmp: tmp.write_bytes(b"new"))
     assert target.read_bytes() == b"new"
     assert [p.name for p in target.parent.iterdir()] == ["model.bin"]
+
+
+def test_the_file_gets_the_usual_permissions_not_mkstemp_s_private_ones(tmp_path):
+    target = tmp_path / "last.ckpt"
+    mask = os.umask(0o022)
+    try:
+        write_atomically(target, lambda tmp: tmp.write_bytes(b"x"))
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
 
 
 def test_a_failing_write_keeps_the_old_file(tmp_path):
