@@ -240,6 +240,14 @@ def completion_numbers(puzzle: Puzzle, completion_prefix: str) -> State | None:
     return _state_after(puzzle.numbers, tuple(steps.split(",")) if steps else ())
 
 
+def reachable(puzzle: Puzzle, completion_prefix: str) -> bool:
+    """Whether the complete steps ``completion_prefix`` (as `completion_numbers` reads them)
+    are valid and leave numbers that can still make the target: the exact label a learned
+    verifier of partial solutions is trained on."""
+    state = completion_numbers(puzzle, completion_prefix)
+    return state is not None and _solvable(state, Fraction(puzzle.target))
+
+
 # --- solver -------------------------------------------------------------------------------------
 
 

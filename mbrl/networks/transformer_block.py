@@ -1,4 +1,5 @@
-"""One pre-norm transformer block (nanoGPT-shaped): causal self-attention, then an MLP.
+"""One pre-norm transformer block (nanoGPT-shaped): self-attention (causal, or bidirectional for
+an encoder), then an MLP.
 
 Shared by the chess network (`mbrl.networks.chess_transformer`) and the LLM bridge's language
 model (`llm_bridge.models.transformer`); the core owns it because imports point down only.
@@ -12,8 +13,9 @@ from torch import nn
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, width: int, heads: int, dropout: float = 0.0):
+    def __init__(self, width: int, heads: int, dropout: float = 0.0, causal: bool = True):
         super().__init__()
+        self.causal = causal
         if width % heads:
             raise ValueError(f"model width {width} must be divisible by heads {heads}")
         self.heads = heads
@@ -26,17 +28,27 @@ class TransformerBlock(nn.Module):
         )
         self.dropout = dropout
 
-    def forward(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, last_only: bool = False, keys: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``x [B, T, C]`` -> ``[B, T, C]``, or with ``last_only`` just the last position's
         output ``[B, 1, C]``: the same numbers for a quarter of a last block's work, for
-        networks that read only the last position (the chess transformer's heads)."""
+        networks that read only the last position (the chess transformer's heads).
+        ``keys [B, T]`` (bidirectional blocks only): the positions that may be attended to
+        (False on padding)."""
         b, _, c = x.shape
+        if keys is not None and self.causal:
+            raise ValueError("a key mask is for bidirectional blocks (causal=False)")
         q, k, v = self.qkv(self.norm1(x)).split(c, dim=2)
         if last_only:  # the last query sees every key, so no causal mask is needed
             q, x = q[:, -1:], x[:, -1:]
         q, k, v = (z.view(b, -1, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
         dropout = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=not last_only, dropout_p=dropout)
+        mask = None if keys is None else keys[:, None, None, :]
+        causal = self.causal and not last_only
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=causal, dropout_p=dropout
+        )
         x = x + self.proj(y.transpose(1, 2).reshape(b, -1, c))
         return x + self.mlp(self.norm2(x))
 
