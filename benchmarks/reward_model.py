@@ -15,6 +15,12 @@ the exact labels on held-out puzzles, and what happens when it is the only judge
    reward model passes at a threshold calibrated on training puzzles for 90% precision), and
    the exact verifier (the ceiling). Forward passes per prompt: N samples' passes plus N
    reward-model passes.
+3. The same judges inside a search (``--simulations``, PUCT over whole steps,
+   `llm_bridge.learned_judge.JudgedStepEnv`): the reward model accepts finished completions
+   (the search stops at the first it accepts) and values partial ones, alone or mixed half and
+   half with the LM's value head; the exact verifier's search for reference. The exact solve
+   rate of what each search returns, the judge's mean score of it, and the passes per prompt
+   (the LM's and the reward model's).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import torch
 from benchmarks.countdown_decoding import pretrained
 from llm_bridge.decoding import decode
 from llm_bridge.fitting import fit
+from llm_bridge.learned_judge import JudgedStepEnv
 from llm_bridge.reward_model import (
     RewardModel,
     RewardModelSettings,
@@ -36,6 +43,7 @@ from llm_bridge.reward_model import (
     classification_report,
     labelled_examples,
 )
+from llm_bridge.step_env import StepTextEnv
 from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.train_text import build_env
 from mbrl.config import OptimConfig
@@ -94,6 +102,28 @@ def value_after(env, decoded) -> np.ndarray:
     return env.adapter.evaluate(sequences).value.numpy().astype(np.float64)
 
 
+def judged_search(adapter, tokenizer, task, items, model, simulations, seed):
+    """Rows ``(simulations, judge, exact solve rate, the judge's mean score, passes)``."""
+    rows = []
+    for sims in simulations:
+        for judge, weight in (
+            ("exact verifier", None),
+            ("reward model", 1.0),
+            ("reward model + value", 0.5),
+        ):
+            if weight is None:
+                env = StepTextEnv(adapter, tokenizer, task)
+            else:
+                env = JudgedStepEnv(adapter, tokenizer, task, model, judge_weight=weight)
+            decoded = decode(env, items, "mcts", budget=sims, seed=seed)
+            pairs = zip(items, decoded.completions, strict=True)
+            exact = [task.reward(item, text) for item, text in pairs]
+            scores = [getattr(env, "scores", {}).get(ids, np.nan) for ids in decoded.ids]
+            passes = decoded.forward_passes + getattr(env, "judge_passes", 0)
+            rows.append((sims, judge, np.mean(exact), np.mean(scores), passes / len(items)))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -107,10 +137,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--simulations",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=[8, 32, 128],
+        help="search budgets, comma-separated",
+    )
     parser.add_argument("--quick", action="store_true")
     args, overrides = parser.parse_known_args(argv)
     if args.quick:
         args.prompts, args.max_n, args.steps, args.per_puzzle = 40, 16, 300, 4
+        args.simulations = [8, 32]
     start = time.perf_counter()
     loaded = pretrained(args.run_dir, overrides)
     split = task_from_spec(loaded.task)
@@ -146,6 +183,13 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'N':>4} {'judge':>26} {'solved (exact)':>14} {'judge score':>11} {'passes':>8}")
     for n, judge, solved, score, passes in curve:
         print(f"{n:>4} {judge:>26} {solved:>14.3f} {score:>11.3f} {passes:>8.1f}")
+    print(f"\nsearch over whole steps (PUCT) on {len(items)} test prompts, judged by:")
+    print(f"{'sims':>4} {'judge':>26} {'solved (exact)':>14} {'judge score':>11} {'passes':>8}")
+    search_rows = judged_search(
+        env.adapter, loaded.tokenizer, split.task, items, model, args.simulations, args.seed
+    )
+    for sims, judge, solved, score, passes in search_rows:
+        print(f"{sims:>4} {judge:>26} {solved:>14.3f} {score:>11.3f} {passes:>8.1f}")
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 
