@@ -36,6 +36,7 @@ def test_the_chess_benchmark_runs_every_stage_when_stockfish_is_installed(tmp_pa
     chess.main(
         [
             "--positions", "300", "--nodes", "100", "--sl-minutes", "1", "--games", "2",
+            "--duel-games", "2",
             "--simulations", "4", "--ladder", "1350", "--movetime", "5ms",
             "--puzzle-positions", "60", "--dir", str(tmp_path),
             "trainer.max_steps=4", "model.channels=16", "model.blocks=1", "model.heads=2",
@@ -45,3 +46,42 @@ def test_the_chess_benchmark_runs_every_stage_when_stockfish_is_installed(tmp_pa
     out = capsys.readouterr().out
     assert "search vs raw over 2 games" in out and "held-out labels at step 4" in out
     assert out.count("stockfish:1350/5ms") == 2 and "mate-in-1..3 puzzles" in out
+
+
+TINY_LM = [
+    "model.layers=1", "model.width=16", "model.heads=2", "llm.pretrain_steps=10",
+    "trainer.batch_size=16", "logger.tensorboard=false", "llm.eval_prompts=8",
+]  # fmt: skip
+
+
+def test_the_method_comparison_fills_its_grid_resumes_and_reports(tmp_path, capsys):
+    from benchmarks import countdown_methods
+
+    argv = [
+        "--tasks", "countdown24", "--methods", "distill,sft_verified,reinforce",
+        "--seeds", "0,1", "--results", str(tmp_path / "runs.jsonl"),
+        "--run-root", str(tmp_path), "--plot", str(tmp_path / "plot.png"), *TINY_LM,
+        "--protocol", "llm.round_prompts=8", "llm.round_steps=2", "llm.rounds=1",
+        "search.num_simulations=2",
+    ]  # fmt: skip
+    countdown_methods.main(argv)
+    lines = (tmp_path / "runs.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+    out = capsys.readouterr().out
+    assert "reinforce" in out and "ahead on" in out and (tmp_path / "plot.png").exists()
+    countdown_methods.main(argv)  # everything is there: nothing runs again
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 6
+    assert "countdown24 distill seed 0" not in capsys.readouterr().out
+
+
+def test_the_reward_model_benchmark_prints_its_three_tables(tmp_path, capsys):
+    from benchmarks import reward_model
+
+    reward_model.main(
+        [
+            "--run-dir", str(tmp_path / "pre"), "--prompts", "4", "--max-n", "2",
+            "--steps", "5", "--per-puzzle", "1", "--simulations", "2", *TINY_LM,
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert "complete" in out and "exact verifier" in out and "reward model + value" in out
