@@ -18,6 +18,16 @@ import torch.nn.functional as F
 from mbrl import losses
 
 
+def value_loss(heads, batch: dict[str, torch.Tensor]) -> torch.Tensor | None:
+    """The value head's binary cross-entropy to each sequence's ``value`` (the verifier's
+    outcome) at its ``value_mask`` positions; None when the batch has none."""
+    mask = batch["value_mask"]
+    if not mask.any():
+        return None
+    target = batch["value"][:, None].expand_as(mask)[mask]
+    return F.binary_cross_entropy_with_logits(heads.value_logit[mask], target)
+
+
 @dataclass(frozen=True)
 class LMObjective:
     policy_weight: float = 1.0
@@ -31,14 +41,13 @@ class LMObjective:
         )
         loss = self.policy_weight * policy.loss
         metrics = dict(policy.metrics)
-        value_mask = batch["value_mask"]
-        if value_mask.any():
-            target = batch["value"][:, None].expand_as(value_mask)[value_mask]
-            predicted = heads.value_logit[value_mask]
-            value_loss = F.binary_cross_entropy_with_logits(predicted, target)
-            loss = loss + self.value_weight * value_loss
-            metrics["value_loss"] = value_loss.detach()
-            metrics["value_accuracy"] = ((predicted > 0) == (target > 0.5)).float().mean()
+        value = value_loss(heads, batch)
+        if value is not None:
+            loss = loss + self.value_weight * value
+            metrics["value_loss"] = value.detach()
+            mask = batch["value_mask"]
+            predicted, target = heads.value_logit[mask], batch["value"][:, None].expand_as(mask)
+            metrics["value_accuracy"] = ((predicted > 0) == (target[mask] > 0.5)).float().mean()
         metrics["loss"] = loss.detach()
         # Priorities are unused (LM data is not prioritized); one number per sequence.
         per_sequence = torch.zeros(len(batch["ids"]))
@@ -146,18 +155,14 @@ class ReinforceObjective:
         tokens = mask.sum(1).clamp_min(1)
         per_sequence = -(advantage * log_prob).sum(1) / tokens
         policy_loss = per_sequence.mean()
-        value_mask = batch["value_mask"]
-        target = batch["value"][:, None].expand_as(value_mask)[value_mask]
-        value_loss = (
-            F.binary_cross_entropy_with_logits(heads.value_logit[value_mask], target)
-            if value_mask.any()
-            else heads.value_logit.sum() * 0.0
-        )
-        loss = policy_loss + self.value_weight * value_loss
+        value = value_loss(heads, batch)
+        if value is None:
+            value = heads.value_logit.sum() * 0.0
+        loss = policy_loss + self.value_weight * value
         metrics = {
             "loss": loss.detach(),
             "policy_loss": policy_loss.detach(),
-            "value_loss": value_loss.detach(),
+            "value_loss": value.detach(),
             "mean_advantage_abs": (advantage.abs().sum() / mask.sum().clamp_min(1)).detach(),
             "gradient_variance": policy_gradient_variance(heads.logits, batch, advantage),
         }
@@ -233,12 +238,10 @@ class OnPolicyDistillObjective:
         policy_loss = divergence.mean()
         loss = policy_loss
         metrics = {"policy_loss": policy_loss.detach(), self.divergence: policy_loss.detach()}
-        value_mask = batch["value_mask"]
-        if value_mask.any():
-            target = batch["value"][:, None].expand_as(value_mask)[value_mask]
-            value_loss = F.binary_cross_entropy_with_logits(heads.value_logit[value_mask], target)
-            loss = loss + self.value_weight * value_loss
-            metrics["value_loss"] = value_loss.detach()
+        value = value_loss(heads, batch)
+        if value is not None:
+            loss = loss + self.value_weight * value
+            metrics["value_loss"] = value.detach()
         metrics["loss"] = loss.detach()
         return losses.LossOutput(loss, torch.zeros(len(batch["ids"])), metrics)
 
