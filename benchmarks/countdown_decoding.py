@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.learning_runs import compose_train
-from llm_bridge.decoding import decode
+from llm_bridge.decoding import TreeSearchSettings, decode
 from llm_bridge.lm_checkpoint import load_lm
 from llm_bridge.tasks.text_tasks import task_from_spec
 from llm_bridge.train_text import build_env, train_text
@@ -63,42 +63,57 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=0, help="test prompts (0 = all 262)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--plot", default="benchmarks/results/countdown_decoding.png")
+    parser.add_argument(
+        "--gumbel-considered",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=[8],
+        help="Gumbel's considered actions m at the root, comma-separated (a row set each)",
+    )
+    parser.add_argument("--methods", help="only these methods, comma-separated")
     args, overrides = parser.parse_known_args()
     loaded = pretrained(args.run_dir, overrides)
     split = task_from_spec(loaded.task)
     items = split.test[: args.prompts] if args.prompts > 0 else split.test
     env = build_env(loaded.model, loaded.tokenizer, split.task, candidates=8, max_new_tokens=40)
     rows = []
-    for method, budgets in (QUICK if args.quick else BUDGETS).items():
-        for budget in budgets:
-            began = time.time()
-            decoded = decode(env, items, method, budget=budget, seed=0)
-            rows.append(
-                (
-                    method,
-                    budget,
-                    decoded.accuracy,
-                    decoded.forward_passes / len(items),
-                    time.time() - began,
+    grid = QUICK if args.quick else BUDGETS
+    wanted = (
+        ["greedy", *args.methods.split(",")] if args.methods else list(grid)
+    )  # greedy: the unit
+    for method, budgets in grid.items():
+        if method not in wanted:
+            continue
+        variants = {method: None}
+        if method == "gumbel":  # the root's breadth: every m considered costs passes
+            variants = {
+                ("gumbel" if m == 8 else f"gumbel m={m}"): TreeSearchSettings(
+                    max_num_considered_actions=m
                 )
-            )
-            print(f"{method} {budget}: {decoded.accuracy:.3f}", flush=True)
+                for m in args.gumbel_considered
+            }
+        for label, settings in variants.items():
+            for budget in budgets:
+                began = time.time()
+                decoded = decode(env, items, method, budget=budget, seed=0, settings=settings)
+                passes = decoded.forward_passes / len(items)
+                rows.append((label, budget, decoded.accuracy, passes, time.time() - began))
+                print(f"{label} {budget}: {decoded.accuracy:.3f}", flush=True)
     greedy_passes = rows[0][3]
     greedy_accuracy = rows[0][2]
     print(f"\n{len(items)} test prompts; passes = sequences the model evaluated, per prompt\n")
     print(
-        f"{'method':<10} {'budget':>6} {'accuracy':>8} {'vs greedy':>9} {'passes':>8} "
+        f"{'method':<12} {'budget':>6} {'accuracy':>8} {'vs greedy':>9} {'passes':>8} "
         f"{'x greedy':>8} {'best-of-N at =passes':>20} {'seconds':>8}"
     )
     best_of_n = [(p, a) for m, _, a, p, _ in rows if m == "best_of_n"]
     for method, budget, accuracy, passes, seconds in rows:
         matched = (
             f"{interpolate(best_of_n, passes):.3f}"
-            if method in ("mcts", "gumbel") and best_of_n
+            if method.startswith(("mcts", "gumbel")) and best_of_n
             else ""
         )
         print(
-            f"{method:<10} {budget:>6} {accuracy:>8.3f} {accuracy - greedy_accuracy:>+9.3f} "
+            f"{method:<12} {budget:>6} {accuracy:>8.3f} {accuracy - greedy_accuracy:>+9.3f} "
             f"{passes:>8.1f} {passes / greedy_passes:>8.1f} {matched:>20} {seconds:>8.1f}"
         )
     _plot(rows, args.plot)
