@@ -96,9 +96,9 @@ def method_config(task: str, method: str, seed: int, start: str, args, *extra: s
     )
 
 
-def matched_samples(cfg, budget: float, round_prompts: int) -> int:
-    """Samples per prompt whose first round costs about ``budget`` passes for this method,
-    measured with the starting model on a calibration subset at 2 and 8 samples."""
+def calibrate(cfg, round_prompts: int) -> dict[int, float]:
+    """A round's passes for this method at 2 and 8 samples per prompt, measured with the
+    starting model on a calibration subset and scaled to ``round_prompts``."""
     loaded = load_lm(cfg.llm.init_from)
     split = task_from_spec(task_spec(cfg))
     env = build_env(
@@ -115,6 +115,12 @@ def matched_samples(cfg, budget: float, round_prompts: int) -> int:
         cfg.llm.samples_per_prompt = n
         _, stats = round_data(cfg, env, items, 1, loaded.model, teacher=teacher)
         measured[n] = stats["data_passes"] * round_prompts / len(items)
+    return measured
+
+
+def matched_samples(measured: dict[int, float], budget: float) -> int:
+    """Samples per prompt whose round costs about ``budget`` passes, on the power law
+    ``a * n ** b`` through the two calibration points."""
     exponent = max(0.2, np.log(measured[8] / measured[2]) / np.log(4))
     return max(1, round(2 * (budget / measured[2]) ** (1 / exponent)))
 
@@ -122,6 +128,7 @@ def matched_samples(cfg, budget: float, round_prompts: int) -> int:
 def run_grid(args) -> None:
     results_path = Path(args.results)
     done = load_results(results_path)
+    calibrations = {}  # (task, method, teacher) -> passes at 2 and 8 samples: seed-free
     for task in args.tasks:
         start, start_accuracy = pretrained(task, args)
         for seed in args.seeds:
@@ -140,7 +147,10 @@ def run_grid(args) -> None:
                 if method != REFERENCE:
                     budget = reference["rounds"][0]["data_passes"]  # its first round
                     prompts = cfg.llm.round_prompts or len(task_from_spec(task_spec(cfg)).train)
-                    n = matched_samples(cfg, budget, prompts)
+                    key = (task, method, cfg.llm.opd_teacher if method == "opd_teacher" else "")
+                    if key not in calibrations:
+                        calibrations[key] = calibrate(cfg, prompts)
+                    n = matched_samples(calibrations[key], budget)
                     cfg = method_config(
                         task, method, seed, start, args, *extra, f"llm.samples_per_prompt={n}"
                     )

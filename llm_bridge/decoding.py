@@ -217,7 +217,8 @@ def _decoded(nodes: list[TextNode], forward_passes: int, targets, solutions) -> 
     )
 
 
-def _softmax(logits: np.ndarray, legal: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+def masked_softmax(logits: np.ndarray, legal: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Softmax over the ``legal`` entries of ``logits`` at ``temperature``; 0 elsewhere."""
     z = np.where(legal, logits / max(temperature, 1e-6), -np.inf)
     z = np.exp(z - z.max(-1, keepdims=True))
     return z / z.sum(-1, keepdims=True)
@@ -244,7 +245,9 @@ def _rollout(
             actions = [int(np.argmax(np.where(p.legal, p.prior_logits, -np.inf))) for p in parents]
         else:
             actions = [
-                int(rng.choice(len(p.legal), p=_softmax(p.prior_logits, p.legal, temperature)))
+                int(
+                    rng.choice(len(p.legal), p=masked_softmax(p.prior_logits, p.legal, temperature))
+                )
                 for p in parents
             ]
         for i, child in zip(live, env.step(parents, actions), strict=True):
@@ -276,7 +279,7 @@ def _beam(env: TextEnv, items, width: int):
             for score, node in beam:
                 if node.terminal:
                     continue
-                log_probs = np.log(_softmax(node.prior_logits, node.legal) + 1e-30)
+                log_probs = np.log(masked_softmax(node.prior_logits, node.legal) + 1e-30)
                 for a in np.flatnonzero(node.legal):
                     parents.append(node)
                     actions.append(int(a))

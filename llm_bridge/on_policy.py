@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_bridge.decoding import Decoded, TreeSearchSettings, search_roots
+from llm_bridge.decoding import Decoded, TreeSearchSettings, masked_softmax, search_roots
 from llm_bridge.examples import SequenceExample
 from llm_bridge.text_env import TextEnv, TextNode
 
@@ -50,9 +50,8 @@ def checkpoint_teacher(teacher_adapter, decisions: list[TextNode]) -> list[np.nd
         _, output = teacher_adapter.start([node.state.ids for node in part])
         logits = output.logits.numpy()
         for node, row in zip(part, logits, strict=True):
-            z = np.where(node.legal, row[np.where(node.legal, node.candidates, 0)], -np.inf)
-            z = np.exp(z - z.max())
-            policies.append((z / z.sum()).astype(np.float32))
+            candidate_logits = row[np.where(node.legal, node.candidates, 0)]
+            policies.append(masked_softmax(candidate_logits, node.legal).astype(np.float32))
     return policies
 
 

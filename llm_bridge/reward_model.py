@@ -25,6 +25,7 @@ from llm_bridge.examples import SequenceExample
 from llm_bridge.tasks.countdown import (
     Puzzle,
     apply_step,
+    completion_numbers,
     legal_step_mask,
     reachable,
     solutions,
@@ -145,22 +146,12 @@ def labelled_examples(
 
 def _completion(puzzle: Puzzle, start: list[str], rng: random.Random) -> list[str]:
     """``start`` (steps of a solution), then random legal steps until one number is left."""
-    steps, numbers = list(start), puzzle.numbers
-    for step in start:  # replay the solution's steps to know the numbers after them
-        numbers = _after(numbers, step)
+    steps, numbers = list(start), completion_numbers(puzzle, ",".join(start))
     while len(numbers) > 1:
         legal = np.flatnonzero(legal_step_mask(numbers, step_action_width(len(numbers))))
         numbers, text = apply_step(numbers, int(rng.choice(list(legal))))
         steps.append(text)
     return steps
-
-
-def _after(numbers, step: str):
-    for action in np.flatnonzero(legal_step_mask(numbers, step_action_width(len(numbers)))):
-        after, text = apply_step(numbers, int(action))
-        if text == step:
-            return after
-    raise ValueError(f"step {step!r} is not legal on {numbers}")
 
 
 def as_examples(texts: Sequence[LabelledText]) -> list[SequenceExample]:
