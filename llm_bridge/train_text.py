@@ -356,8 +356,8 @@ def train_text(cfg: TextTrainConfig) -> dict:
     }
     system = System(model, RoundObjective(_objective(cfg)), cfg.optim, metadata=metadata)
     last = run_dir / "checkpoints" / LAST
+    claim_run_dir(cfg)  # first: overwrite=true deletes the checkpoint a resume would read
     resume = _resume_point(cfg, last.parent)
-    claim_run_dir(cfg)
     stop = GracefulStop()
     callbacks = [RoundEnd(data, run_dir, tensorboard=cfg.logger.tensorboard, last=last), stop]
     if cfg.trainer.progress_bar:

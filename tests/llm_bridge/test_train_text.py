@@ -67,6 +67,10 @@ def test_a_rerun_resumes_after_the_last_round_and_decode_reads_the_checkpoint(tm
     cfg.llm.rounds = 1
     summary = train_text(cfg)  # nothing left to do: history is kept, no round re-run
     assert [r["round"] for r in summary["rounds"]] == [0, 1]
+    cfg.overwrite = True  # starts afresh: resumes from nothing, not from the deleted checkpoint
+    summary = train_text(cfg)
+    assert summary["resumed_from"] is None and [r["round"] for r in summary["rounds"]] == [0, 1]
+    cfg.overwrite = False
     for actions in ("tokens", "steps"):
         config = DecodeCommandConfig(
             checkpoint=str(tmp_path), method="mcts", budget=4, limit=5, actions=actions
