@@ -8,6 +8,9 @@ probability that it is good, trained on labels the Countdown solver gives for fr
 It stands in for the exact verifier where none exists (as a search's judge, or best-of-N's
 scorer); `labelled_examples` builds its data, `RewardObjective` trains it on the core's System
 (`llm_bridge.fitting.fit`), `classification_report` measures it against the exact labels.
+A judge under search meets its own mistakes more often the harder it is optimised against; two
+defences live here: `RewardEnsemble` (several models, the most pessimistic one decides) and
+`calibrated_threshold` (accept only where the judge is right often enough at that score).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ class RewardModel(nn.Module):
     """``ids [B, T]`` (right-padded with id 0) -> one logit per sequence ``[B]``: the mean of the
     encoder's outputs over the real tokens, through a linear head."""
 
+    passes_per_sequence = 1  # forward passes `probability` spends on each sequence
+
     def __init__(self, settings: RewardModelSettings, pad_id: int = 0):
         super().__init__()
         self.settings, self.pad_id = settings, pad_id
@@ -93,6 +98,46 @@ class RewardModel(nn.Module):
             out.append(torch.sigmoid(self(ids)).numpy())
         self.train(was_training)
         return np.concatenate(out) if out else np.zeros(0, np.float32)
+
+
+class RewardEnsemble:
+    """Several reward models (different seeds) judging together by their lowest probability: a
+    mistake passes only if it fools every member, and members trained apart rarely share the
+    same blind spot. Costs one pass per member per sequence."""
+
+    def __init__(self, members: Sequence[RewardModel]):
+        if not members:
+            raise ValueError("a RewardEnsemble needs at least one member")
+        self.members = list(members)
+        self.passes_per_sequence = len(self.members)
+
+    def probability(self, sequences: Sequence[Sequence[int]]) -> np.ndarray:
+        return np.min([m.probability(sequences) for m in self.members], axis=0)
+
+
+def calibrated_threshold(scores: np.ndarray, labels: np.ndarray, precision: float = 0.9) -> float:
+    """The lowest score at which a judge is right at least ``precision`` of the time *at that
+    score*: where the isotonic (monotone non-decreasing) fit of the exact labels on the scores
+    first reaches ``precision``; 1.0 if it never does.
+
+    Not the precision of everything scored above it: that average is diluted by the many
+    confident, correct answers at the top, so it can stay high down to scores where the judge is
+    mostly wrong, and a search seeks out exactly those."""
+    if not 0 < precision <= 1:
+        raise ValueError(f"precision must be in (0, 1], got {precision}")
+    order = np.argsort(scores, kind="stable")
+    ordered = np.asarray(scores, np.float64)[order]
+    blocks: list[list[float]] = []  # [label sum, count, first index], means strictly rising
+    for index, label in enumerate(np.asarray(labels, np.float64)[order]):
+        blocks.append([label, 1.0, index])
+        while len(blocks) > 1 and blocks[-2][0] * blocks[-1][1] >= blocks[-1][0] * blocks[-2][1]:
+            total, count, _ = blocks.pop()  # pool adjacent violators
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+    for total, count, first in blocks:
+        if total / count >= precision:
+            return float(ordered[int(first)])
+    return 1.0
 
 
 @dataclass(frozen=True)

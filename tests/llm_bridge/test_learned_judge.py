@@ -6,12 +6,15 @@ import pytest
 
 from llm_bridge.decoding import decode
 from llm_bridge.learned_judge import JudgedStepEnv
+from llm_bridge.reward_model import RewardEnsemble
 from llm_bridge.step_env import StepTextEnv
 from llm_bridge.tasks.text_tasks import CountdownTask
 
 
 class ScoresByLength:
     """A judge whose score is a fixed function of the sequence, so the test can predict it."""
+
+    passes_per_sequence = 1
 
     def __init__(self):
         self.calls = 0
@@ -47,3 +50,10 @@ def test_the_judge_sets_rewards_and_values_and_the_exact_verdicts_are_kept(env, 
 def test_bad_judge_settings_are_refused(env):
     with pytest.raises(ValueError, match="judge_weight"):
         JudgedStepEnv(env.adapter, env.tokenizer, CountdownTask(), ScoresByLength(), judge_weight=2)
+
+
+def test_an_ensemble_judge_is_charged_one_pass_per_member(env, countdown):
+    members = [ScoresByLength(), ScoresByLength(), ScoresByLength()]
+    judged = JudgedStepEnv(env.adapter, env.tokenizer, CountdownTask(), RewardEnsemble(members))
+    judged.reset(countdown.test[:2])
+    assert judged.judge_passes == 3 * len(judged.scores) == sum(m.calls for m in members)
