@@ -61,8 +61,8 @@ def test_the_method_comparison_fills_its_grid_resumes_and_reports(tmp_path, caps
         "--tasks", "countdown24", "--methods", "distill,sft_verified,reinforce",
         "--seeds", "0,1", "--results", str(tmp_path / "runs.jsonl"),
         "--run-root", str(tmp_path), "--plot", str(tmp_path / "plot.png"), *TINY_LM,
-        "--protocol", "llm.round_prompts=8", "llm.round_steps=2", "llm.rounds=1",
-        "search.num_simulations=2",
+        "llm.round_steps=2",  # after the protocol, so it also holds for REINFORCE
+        "--protocol", "llm.round_prompts=8", "llm.rounds=1", "search.num_simulations=2",
     ]  # fmt: skip
     countdown_methods.main(argv)
     lines = (tmp_path / "runs.jsonl").read_text().splitlines()
