@@ -85,3 +85,20 @@ def test_the_reward_model_benchmark_prints_its_three_tables(tmp_path, capsys):
     )  # fmt: skip
     out = capsys.readouterr().out
     assert "complete" in out and "exact verifier" in out and "reward model + value" in out
+
+
+def test_the_reinforce_baselines_benchmark_measures_each_baselines_variance(tmp_path, capsys):
+    from benchmarks import reinforce_baselines
+
+    reinforce_baselines.main(
+        [
+            "--seeds", "0", "--steps", "3", "--samples", "2", "--run-root", str(tmp_path),
+            *TINY_LM, "logger.tensorboard=true", "trainer.log_every=1", "llm.round_prompts=8",
+        ]
+    )  # fmt: skip
+    rows = capsys.readouterr().out.split("x none's variance")[1].splitlines()[2:]
+    assert [row.split()[0] for row in rows] == ["value", "group_mean", "none"]
+    # The tiny model solves nothing: every reward is 0, so without a baseline there is no
+    # gradient at all, while the value baseline's advantage (0 - value) still pushes.
+    variances = {row.split()[0]: float(row.split()[2]) for row in rows}
+    assert variances["none"] == 0 and variances["group_mean"] == 0 and variances["value"] > 0
