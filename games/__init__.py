@@ -13,6 +13,8 @@ _SOURCES = {
     "BoardGame": "openspiel",
     "BoardGameEnv": "openspiel",
     "Transition": "openspiel",
+    "ChanceGame": "chance",
+    "ChanceGameEnv": "chance",
     "ClassicControlEnv": "classic",
     "TimeStep": "timestep",
 }

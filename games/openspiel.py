@@ -36,6 +36,21 @@ class Transition(NamedTuple):
     turn_changed: bool  # the player to move differs from the player who moved
 
 
+def to_play_shape(raw_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape `with_to_play` gives an observation tensor of ``raw_shape``."""
+    if len(raw_shape) == 3:
+        return (raw_shape[0] + 1, *raw_shape[1:])
+    return (int(np.prod(raw_shape)) + 1,)
+
+
+def with_to_play(raw: np.ndarray, player: int) -> np.ndarray:
+    """OpenSpiel's tensor plus who is to move: one more plane for ``[C, H, W]`` boards, one
+    more feature (after flattening) otherwise."""
+    if raw.ndim == 3:
+        return np.concatenate([raw, np.full((1, *raw.shape[1:]), float(player), np.float32)])
+    return np.append(raw.reshape(-1), np.float32(player))
+
+
 def _check_game_class(name: str, game: pyspiel.Game) -> None:
     """Refuse games outside the class AlphaZero's two-player search assumes, saying why."""
     kind = game.get_type()
@@ -107,7 +122,7 @@ class BoardGame:
         self._raw_shape = shape
         self._planes = _PLAYER_PLANES.get(name)
         if self._planes is None:  # append a to-play plane (or feature for flat tensors)
-            shape = (shape[0] + 1, *shape[1:]) if len(shape) == 3 else (int(np.prod(shape)) + 1,)
+            shape = to_play_shape(shape)
         self.obs_shape: tuple[int, ...] = shape
 
     def __repr__(self) -> str:
@@ -136,10 +151,7 @@ class BoardGame:
                 raw = raw.copy()
                 raw[[first, second]] = raw[[second, first]]
             return raw
-        if len(self._raw_shape) == 3:
-            to_play = np.full((1, *self._raw_shape[1:]), float(player), np.float32)
-            return np.concatenate([raw, to_play])
-        return np.append(raw.reshape(-1), np.float32(player))
+        return with_to_play(raw, player)
 
     def legal_mask(self, state) -> np.ndarray:
         mask = np.zeros(self.num_actions, np.bool_)
