@@ -86,6 +86,15 @@ def test_gumbel_alphazero_sets_the_search():
     assert cfg.search.policy == "gumbel" and cfg.search.num_simulations == 8
 
 
+def test_a_game_sizes_the_model_an_experiment_picks():
+    # countdown_general's completions need 96 tokens of context; the LM experiments pick the
+    # 64-token tiny_lm, and the game must still win (it composes after the model group).
+    general = composed("experiment=countdown_distill", "game=countdown_general")
+    assert general.model.context == 96
+    assert composed("experiment=countdown_distill").model.context == 64
+    assert composed("game=countdown_general", "model.context=80").model.context == 80
+
+
 def test_misspelt_key_fails_with_its_name():
     with pytest.raises(ConfigCompositionException, match="num_simulation"):
         composed("search.num_simulation=16")
