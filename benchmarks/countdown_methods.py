@@ -19,7 +19,7 @@ share prefixes; fitted as ``a * n ** b``). ``opd_teacher``'s teacher was trained
 
 Each finished run appends one line to ``--results`` (JSONL: task, method, seed, samples per
 prompt, the rounds' records), and a re-run skips what is there, so the grid can be filled over
-several sessions. The report: per task and method, the final greedy test accuracy (mean over
+several sessions; a run that was killed resumes from its last round's checkpoint. The report: per task and method, the final greedy test accuracy (mean over
 seeds), the passes and completion tokens spent, and the paired difference to SFT on verified
 samples with its 95% t interval; the tokens on-policy distillation needs to reach GRPO's final
 accuracy; and accuracy against forward passes (PNG).
@@ -28,6 +28,7 @@ accuracy; and accuracy against forward passes (PNG).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -45,6 +46,7 @@ from llm_bridge.train_text import (
     train_text,
 )
 from mbrl.evaluation.paired import paired_difference
+from mbrl.run_dir import check_run_dir
 
 METHODS = ("distill", "opd_search", "opd_teacher", "sft_verified", "grpo", "reinforce")
 REFERENCE, BASELINE = "distill", "sft_verified"
@@ -72,16 +74,16 @@ def load_results(path: Path) -> dict[tuple[str, str, int], dict]:
 def pretrained(task: str, args) -> tuple[str, float]:
     """The task's pre-trained start (trained first if missing) and its greedy test accuracy."""
     run_dir = Path(args.run_root) / f"{task}_pretrain"
-    if not (run_dir / "checkpoints" / "last.ckpt").exists():
-        train_text(
-            compose_train(
-                "experiment=countdown_pretrain",
-                TASKS[task],
-                f"run_dir={run_dir}",
-                "trainer.progress_bar=false",
-                *args.overrides,
-            )
-        )
+    cfg = compose_train(
+        "experiment=countdown_pretrain",
+        TASKS[task],
+        f"run_dir={run_dir}",
+        "trainer.progress_bar=false",
+        *args.overrides,
+    )
+    cfg = resumable(cfg)  # another experiment's start (say, a smaller context) is redone
+    if cfg.overwrite or not (run_dir / "checkpoints" / "last.ckpt").exists():
+        train_text(cfg)
     first = json.loads((run_dir / "rounds.jsonl").read_text().splitlines()[0])
     return str(run_dir), first["test_greedy_accuracy"]
 
@@ -93,13 +95,22 @@ def method_config(task: str, method: str, seed: int, start: str, args, *extra: s
         f"llm.init_from={start}",
         f"seed={seed}",
         f"run_dir={Path(args.run_root) / f'{task}_{method}_s{seed}'}",
-        "overwrite=true",
         "trainer.progress_bar=false",
         *args.protocol,
         *METHOD_PROTOCOL.get(method, []),
         *args.overrides,
         *extra,
     )
+
+
+def resumable(cfg):
+    """``cfg`` as is where its run directory is empty or holds this very run (a killed run
+    resumes), else with ``overwrite=true`` (another experiment's leftovers go)."""
+    try:
+        check_run_dir(cfg)
+        return cfg
+    except ValueError:
+        return dataclasses.replace(cfg, overwrite=True)
 
 
 def calibrate(cfg, round_prompts: int) -> dict[int, float]:
@@ -167,7 +178,7 @@ def run_grid(args) -> None:
                         task, method, seed, start, args, *extra, f"llm.samples_per_prompt={n}"
                     )
                 print(f"{task} {method} seed {seed}", flush=True)
-                summary = train_text(cfg)
+                summary = train_text(resumable(cfg))
                 if len(summary["rounds"]) != cfg.llm.rounds:  # stopped early (Ctrl-C, SIGTERM)
                     raise SystemExit(
                         f"{task} {method} seed {seed} stopped after {len(summary['rounds'])} of "
@@ -266,6 +277,9 @@ def _plot(done: dict, tasks: list[str], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    tasks = [t for t in tasks if any(key[0] == t for key in done)]  # a panel per measured task
+    if not tasks:
+        return
     figure, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4.5), squeeze=False)
     for axis, task in zip(axes[0], tasks, strict=True):
         for method in METHODS:
