@@ -1,32 +1,36 @@
 """The learned reward model (`llm_bridge.reward_model`) on Countdown-24: how well it agrees with
-the exact labels on held-out puzzles, and what happens when it is the only judge of best-of-N.
+the exact labels on held-out puzzles, how a search and best-of-N over-optimise against it, and
+what holds that back.
 
-    python -m benchmarks.reward_model                 # table
-    python -m benchmarks.reward_model --quick         # fewer prompts and samples
+    python -m benchmarks.reward_model                 # table and plot
+    python -m benchmarks.reward_model --quick         # fewer prompts, samples and steps
 
-1. Train the reward model on solver labels of the training puzzles (partial solutions: can they
-   still reach 24? finished ones: are they correct?); precision and recall per kind on the test
-   puzzles.
-2. Sample ``--max-n`` completions per test prompt from a pre-trained TinyLM
-   (experiment=countdown_pretrain, trained first if ``--run-dir`` has none). For each N, pick
-   one of the first N samples by a judge and check the pick exactly. Judges: the reward model
-   alone (its own mean score of the picks beside their exact solve rate: the over-optimisation
-   curve), the mitigations (the reward model times the LM's value head; the first sample the
-   reward model passes at a threshold calibrated on training puzzles for 90% precision), and
-   the exact verifier (the ceiling). Forward passes per prompt: N samples' passes plus N
-   reward-model passes.
-3. The same judges inside a search (``--simulations``, PUCT over whole steps,
-   `llm_bridge.learned_judge.JudgedStepEnv`): the reward model accepts finished completions
-   (the search stops at the first it accepts) and values partial ones, alone or mixed half and
-   half with the LM's value head; the exact verifier's search for reference. The exact solve
-   rate of what each search returns, the judge's mean score of it, and the passes per prompt
-   (the LM's and the reward model's).
+1. Judges, trained on solver labels of the training puzzles (partial solutions: can they still
+   reach 24? finished ones: are they correct?): a *strong* reward model (``--steps`` on
+   ``--per-puzzle`` labelled completions each) and ``--members`` *weak* ones (``--weak-steps``
+   on ``--weak-per-puzzle``, different seeds); precision and recall per kind on the test
+   puzzles. The weak one stands for the usual case, a judge that is good on average but has
+   blind spots a search can find.
+2. A threshold per judge, calibrated per score (`calibrated_threshold`: where the judge is right
+   ``--precision`` of the time at that score) on the pre-trained TinyLM's own samples of
+   ``--calibration-prompts`` training puzzles the judges never saw.
+3. Best-of-N: ``--max-n`` samples per test prompt from the TinyLM (experiment=countdown_pretrain,
+   trained first if ``--run-dir`` has none); for each N, each judge picks one of the first N and
+   the pick is checked exactly. The over-optimisation curve is the judge's own mean score of its
+   picks beside their exact solve rate. Forward passes per prompt: the samples' passes plus the
+   judge's (one per sample per member).
+4. The same judges inside a search (``--simulations``, PUCT over whole steps,
+   `llm_bridge.learned_judge.JudgedStepEnv`): a judge accepts finished completions (the search
+   stops at the first it accepts) and values partial ones. Mitigations: the weak judge's
+   calibrated threshold, its ensemble (the lowest member's score), and its score mixed half and
+   half with the LM's value head; the exact verifier's search for reference.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -34,12 +38,14 @@ import torch
 from benchmarks.countdown_decoding import pretrained
 from llm_bridge.decoding import decode
 from llm_bridge.fitting import fit
-from llm_bridge.learned_judge import JudgedStepEnv
+from llm_bridge.learned_judge import Judge, JudgedStepEnv
 from llm_bridge.reward_model import (
+    RewardEnsemble,
     RewardModel,
     RewardModelSettings,
     RewardObjective,
     as_examples,
+    calibrated_threshold,
     classification_report,
     labelled_examples,
 )
@@ -50,47 +56,50 @@ from mbrl.config import OptimConfig
 from mbrl.system import System
 
 
-def train_reward_model(split, tokenizer, args) -> tuple[RewardModel, list]:
-    torch.manual_seed(args.seed)
-    train = labelled_examples(split.train, tokenizer, args.per_puzzle, seed=args.seed)
-    settings = RewardModelSettings(tokenizer.vocab_size, layers=args.layers, width=args.width)
-    model = RewardModel(settings)
+def train_reward_model(puzzles, tokenizer, per_puzzle, steps, seed, args) -> RewardModel:
+    torch.manual_seed(seed)
+    texts = labelled_examples(puzzles, tokenizer, per_puzzle, seed=seed)
+    model = RewardModel(
+        RewardModelSettings(tokenizer.vocab_size, layers=args.layers, width=args.width)
+    )
     system = System(model, RewardObjective(), OptimConfig(lr=args.lr))
-    fit(system, as_examples(train), steps=args.steps, batch_size=256, seed=args.seed)
-    return model, train
+    fit(system, as_examples(texts), steps=steps, batch_size=256, seed=seed)
+    return model
 
 
-def calibrated_threshold(model: RewardModel, texts, precision: float = 0.9) -> float:
-    """The lowest score at which finished completions of ``texts`` are correct at least
-    ``precision`` of the time (1.0 if none is)."""
-    complete = [t for t in texts if t.kind == "complete"]
-    scores = model.probability([t.ids for t in complete])
-    labels = np.array([t.label for t in complete])
-    order = np.argsort(-scores)
-    hits = np.cumsum(labels[order]) / np.arange(1, len(order) + 1)
-    passing = np.flatnonzero(hits >= precision)
-    return float(scores[order][passing[-1]]) if len(passing) else 1.0
+def train_judges(puzzles, tokenizer, args) -> dict[str, Judge]:
+    """The strong reward model, one weak one, and the weak ones' ensemble."""
+    strong = train_reward_model(puzzles, tokenizer, args.per_puzzle, args.steps, args.seed, args)
+    weak = [
+        train_reward_model(
+            puzzles, tokenizer, args.weak_per_puzzle, args.weak_steps, args.seed + 1 + i, args
+        )
+        for i in range(args.members)
+    ]
+    return {"strong": strong, "weak": weak[0], "weak ensemble": RewardEnsemble(weak)}
 
 
-def judged_curve(rewards, rm_scores, values, threshold, ns, passes_per_sample):
+def best_of_n_curve(rewards, scores, values, ns, passes_per_sample):
     """Rows ``(N, judge, exact solve rate of the picks, the judge's mean score, passes)``;
-    arrays are [prompts, max_n]."""
+    ``rewards`` and ``values`` are [prompts, max_n], ``scores`` maps judges to such arrays."""
     rows = []
+    index = np.arange(len(rewards))
     for n in ns:
-        r, s, v = rewards[:, :n], rm_scores[:, :n], values[:, :n]
-        rows_idx = np.arange(len(r))
-        judged = n * (passes_per_sample + 1)  # each sample, then the reward model on it
-        picks = {  # judge -> (pick per prompt, passes per prompt)
-            "reward model": (s.argmax(1), judged),
-            "reward model x value": ((s * v).argmax(1), judged + n),  # + the value head's
-            "threshold, first passing": (
-                np.where((s >= threshold).any(1), (s >= threshold).argmax(1), s.argmax(1)),
-                judged,
-            ),
+        picks = {  # judge -> (its scores, the pick per prompt, passes per prompt)
+            name: (s[:, :n], s[:, :n].argmax(1), n * (passes_per_sample + judge_passes))
+            for name, (s, judge_passes) in scores.items()
         }
-        for judge, (pick, passes) in picks.items():
-            rows.append((n, judge, r[rows_idx, pick].mean(), s[rows_idx, pick].mean(), passes))
-        rows.append((n, "exact verifier", r.max(1).mean(), float("nan"), n * passes_per_sample))
+        weak, weak_passes = scores["weak"]
+        mixed = weak[:, :n] * values[:, :n]
+        picks["weak x value"] = (
+            weak[:, :n],
+            mixed.argmax(1),
+            n * (passes_per_sample + weak_passes + 1),  # + the value head's pass
+        )
+        for name, (s, pick, passes) in picks.items():
+            rows.append((n, name, rewards[index, pick].mean(), s[index, pick].mean(), passes))
+        exact = rewards[:, :n].max(1).mean()
+        rows.append((n, "exact verifier", exact, np.nan, n * passes_per_sample))
     return rows
 
 
@@ -102,26 +111,51 @@ def value_after(env, decoded) -> np.ndarray:
     return env.adapter.evaluate(sequences).value.numpy().astype(np.float64)
 
 
-def judged_search(adapter, tokenizer, task, items, model, simulations, seed):
+def search_judges(judges, thresholds) -> dict[str, tuple]:
+    """Search judge name -> (judge or None for the exact verifier, weight, threshold)."""
+    return {
+        "exact verifier": (None, 1.0, 0.5),
+        "strong": (judges["strong"], 1.0, 0.5),
+        "weak": (judges["weak"], 1.0, 0.5),
+        "weak, calibrated": (judges["weak"], 1.0, thresholds["weak"]),
+        "weak ensemble": (judges["weak ensemble"], 1.0, 0.5),
+        "weak + value": (judges["weak"], 0.5, 0.5),
+    }
+
+
+def judged_search(adapter, tokenizer, task, items, judges, simulations, seed):
     """Rows ``(simulations, judge, exact solve rate, the judge's mean score, passes)``."""
     rows = []
     for sims in simulations:
-        for judge, weight in (
-            ("exact verifier", None),
-            ("reward model", 1.0),
-            ("reward model + value", 0.5),
-        ):
-            if weight is None:
+        for name, (judge, weight, threshold) in judges.items():
+            if judge is None:
                 env = StepTextEnv(adapter, tokenizer, task)
             else:
-                env = JudgedStepEnv(adapter, tokenizer, task, model, judge_weight=weight)
+                env = JudgedStepEnv(
+                    adapter, tokenizer, task, judge, judge_weight=weight, threshold=threshold
+                )
             decoded = decode(env, items, "mcts", budget=sims, seed=seed)
             pairs = zip(items, decoded.completions, strict=True)
             exact = [task.reward(item, text) for item, text in pairs]
             scores = [getattr(env, "scores", {}).get(ids, np.nan) for ids in decoded.ids]
             passes = decoded.forward_passes + getattr(env, "judge_passes", 0)
-            rows.append((sims, judge, np.mean(exact), np.mean(scores), passes / len(items)))
+            rows.append((sims, name, np.mean(exact), np.mean(scores), passes / len(items)))
+            print(f"  search {sims:>4} {name}: {np.mean(exact):.3f}", flush=True)
     return rows
+
+
+def policy_samples(env, items, per_item: int, seed: int):
+    """``per_item`` sampled completions of each item: (the decoding, its exact rewards)."""
+    rows = [item for item in items for _ in range(per_item)]
+    decoded = decode(env, rows, "sample", seed=seed)
+    return decoded, decoded.rewards
+
+
+def print_rows(title: str, x_name: str, rows) -> None:
+    print(f"\n{title}")
+    print(f"{x_name:>4} {'judge':>18} {'solved (exact)':>14} {'judge score':>11} {'passes':>8}")
+    for x, judge, solved, score, passes in rows:
+        print(f"{x:>4} {judge:>18} {solved:>14.3f} {score:>11.3f} {passes:>8.1f}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -133,6 +167,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-n", type=int, default=64)
     parser.add_argument("--per-puzzle", type=int, default=8, help="labelled completions each")
     parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--weak-per-puzzle", type=int, default=2)
+    parser.add_argument("--weak-steps", type=int, default=150)
+    parser.add_argument("--members", type=int, default=3, help="weak models in the ensemble")
+    parser.add_argument("--calibration-prompts", type=int, default=200)
+    parser.add_argument("--precision", type=float, default=0.9)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--lr", type=float, default=2e-3)
@@ -143,54 +182,105 @@ def main(argv: list[str] | None = None) -> None:
         default=[8, 32, 128],
         help="search budgets, comma-separated",
     )
+    parser.add_argument("--plot", default="benchmarks/results/reward_model.png")
     parser.add_argument("--quick", action="store_true")
     args, overrides = parser.parse_known_args(argv)
+    if args.calibration_prompts < 1:
+        parser.error(f"--calibration-prompts must be at least 1, got {args.calibration_prompts}")
     if args.quick:
         args.prompts, args.max_n, args.steps, args.per_puzzle = 40, 16, 300, 4
-        args.simulations = [8, 32]
+        args.calibration_prompts, args.simulations = 60, [8, 32]
     start = time.perf_counter()
     loaded = pretrained(args.run_dir, overrides)
     split = task_from_spec(loaded.task)
-    model, train_texts = train_reward_model(split, loaded.tokenizer, args)
+    cut = len(split.train) - args.calibration_prompts  # the judges never see the rest
+    fitted, calibration = split.train[:cut], split.train[cut:]
+    judges = train_judges(fitted, loaded.tokenizer, args)
     held_out = labelled_examples(split.test, loaded.tokenizer, args.per_puzzle, seed=10**6)
-    print(f"reward model: {sum(p.numel() for p in model.parameters()):,} parameters")
+    print(f"reward model: {sum(p.numel() for p in judges['strong'].parameters()):,} parameters")
     print(
-        f"{'kind':>9} {'precision':>9} {'recall':>7} {'accuracy':>8} {'positives':>9} {'count':>6}"
+        f"{'judge':>13} {'kind':>9} {'precision':>9} {'recall':>7} {'accuracy':>8} {'positives':>9}"
     )
-    for kind, m in classification_report(model, held_out).items():
-        print(
-            f"{kind:>9} {m['precision']:>9.3f} {m['recall']:>7.3f} {m['accuracy']:>8.3f} "
-            f"{m['positives']:>9.3f} {m['count']:>6.0f}"
-        )
-    threshold = calibrated_threshold(model, train_texts)
-    items = split.test[: args.prompts or None]
+    for name, judge in judges.items():
+        for kind, m in classification_report(judge, held_out).items():
+            print(
+                f"{name:>13} {kind:>9} {m['precision']:>9.3f} {m['recall']:>7.3f} "
+                f"{m['accuracy']:>8.3f} {m['positives']:>9.3f}"
+            )
     env = build_env(loaded.model, loaded.tokenizer, split.task, candidates=8, max_new_tokens=40)
-    rows = [item for item in items for _ in range(args.max_n)]
-    decoded = decode(env, rows, "sample", seed=args.seed)
-    rm_scores = model.probability([list(ids) for ids in decoded.ids])
-    values = value_after(env, decoded)
+    seen, seen_rewards = policy_samples(env, calibration, 8, args.seed + 1)
+    thresholds = {
+        name: calibrated_threshold(
+            judge.probability([list(ids) for ids in seen.ids]), seen_rewards, args.precision
+        )
+        for name, judge in judges.items()
+    }
+    print(
+        f"\nthresholds where each judge is right {args.precision:.0%} of the time at that score "
+        f"(the TinyLM's samples of {len(calibration)} unseen training puzzles): "
+        + ", ".join(f"{name} {t:.3f}" for name, t in thresholds.items())
+    )
+    items = split.test[: args.prompts or None]
+    decoded, rewards = policy_samples(env, items, args.max_n, args.seed)
     shape = (len(items), args.max_n)
+    sequences = [list(ids) for ids in decoded.ids]
+    scores = {
+        name: (judge.probability(sequences).reshape(shape), judge.passes_per_sequence)
+        for name, judge in judges.items()
+    }
     ns = [n for n in (1, 2, 4, 8, 16, 32, 64, 128, 256) if n <= args.max_n]
-    curve = judged_curve(
-        decoded.rewards.reshape(shape),
-        rm_scores.reshape(shape),
-        values.reshape(shape),
-        threshold,
+    curve = best_of_n_curve(
+        rewards.reshape(shape),
+        scores,
+        value_after(env, decoded).reshape(shape),
         ns,
-        decoded.forward_passes / len(rows),
+        decoded.forward_passes / len(decoded.ids),
     )
-    print(f"\nbest-of-N on {len(items)} test prompts; threshold {threshold:.3f} (90% precision)")
-    print(f"{'N':>4} {'judge':>26} {'solved (exact)':>14} {'judge score':>11} {'passes':>8}")
-    for n, judge, solved, score, passes in curve:
-        print(f"{n:>4} {judge:>26} {solved:>14.3f} {score:>11.3f} {passes:>8.1f}")
-    print(f"\nsearch over whole steps (PUCT) on {len(items)} test prompts, judged by:")
-    print(f"{'sims':>4} {'judge':>26} {'solved (exact)':>14} {'judge score':>11} {'passes':>8}")
+    print_rows(f"best-of-N on {len(items)} test prompts", "N", curve)
     search_rows = judged_search(
-        env.adapter, loaded.tokenizer, split.task, items, model, args.simulations, args.seed
+        env.adapter,
+        loaded.tokenizer,
+        split.task,
+        items,
+        search_judges(judges, thresholds),
+        args.simulations,
+        args.seed,
     )
-    for sims, judge, solved, score, passes in search_rows:
-        print(f"{sims:>4} {judge:>26} {solved:>14.3f} {score:>11.3f} {passes:>8.1f}")
+    print_rows(f"search over whole steps (PUCT) on {len(items)} test prompts", "sims", search_rows)
+    _plot(curve, search_rows, args.plot)
     print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+def _plot(curve, search_rows, path: str) -> None:
+    """Exact solve rate (solid) and the judge's own score (dashed) per judge, against N and
+    against simulations: where the lines part, the judge is being over-optimised."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, panels = plt.subplots(1, 2, figsize=(11, 4.2))
+    for axes, rows, x_label in (
+        (panels[0], curve, "N (best-of-N)"),
+        (panels[1], search_rows, "simulations per step (PUCT)"),
+    ):
+        for judge in dict.fromkeys(r[1] for r in rows):
+            mine = [r for r in rows if r[1] == judge]
+            xs = [r[0] for r in mine]
+            (line,) = axes.plot(xs, [r[2] for r in mine], marker="o", label=judge)
+            if judge != "exact verifier":
+                axes.plot(xs, [r[3] for r in mine], ls="--", color=line.get_color(), alpha=0.7)
+        axes.set_xscale("log", base=2)
+        axes.set_xlabel(x_label)
+        axes.set_ylabel("solved (exact); dashed: the judge's score")
+        axes.grid(alpha=0.3)
+    panels[0].legend(fontsize=8)
+    panels[1].legend(fontsize=8)
+    figure.suptitle("Countdown-24: a learned judge under optimisation")
+    figure.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    print(f"\nplot: {path}")
 
 
 if __name__ == "__main__":

@@ -80,11 +80,14 @@ def test_the_reward_model_benchmark_prints_its_three_tables(tmp_path, capsys):
     reward_model.main(
         [
             "--run-dir", str(tmp_path / "pre"), "--prompts", "4", "--max-n", "2",
-            "--steps", "5", "--per-puzzle", "1", "--simulations", "2", *TINY_LM,
+            "--steps", "5", "--per-puzzle", "1", "--weak-steps", "3", "--weak-per-puzzle", "1",
+            "--members", "2", "--calibration-prompts", "4", "--simulations", "2",
+            "--plot", str(tmp_path / "plot.png"), *TINY_LM,
         ]
     )  # fmt: skip
     out = capsys.readouterr().out
-    assert "complete" in out and "exact verifier" in out and "reward model + value" in out
+    assert "complete" in out and "exact verifier" in out and "weak + value" in out
+    assert "weak ensemble" in out and (tmp_path / "plot.png").exists()
 
 
 def test_the_reinforce_baselines_benchmark_measures_each_baselines_variance(tmp_path, capsys):
