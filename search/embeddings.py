@@ -26,21 +26,21 @@ def _map(fn, tree: Any) -> Any:
     return fn(tree)
 
 
-def _map2(fn, tree: Any, other: Any) -> None:
+def _map2(fn, tree: Any, other: Any, producer: str = "recurrent_fn") -> None:
     if isinstance(tree, dict):
         if not isinstance(other, dict) or other.keys() != tree.keys():
             raise ValueError(
-                f"recurrent_fn returned an embedding with keys {list(other)}; expected {list(tree)}"
+                f"{producer} returned an embedding with keys {list(other)}; expected {list(tree)}"
             )
         for key in tree:
-            _map2(fn, tree[key], other[key])
+            _map2(fn, tree[key], other[key], producer)
     elif isinstance(tree, tuple):
         if not isinstance(other, tuple) or len(other) != len(tree):
             raise ValueError(
-                "recurrent_fn returned an embedding nest of another structure than the root's"
+                f"{producer} returned an embedding nest of another structure than the root's"
             )
         for leaf, other_leaf in zip(tree, other, strict=True):
-            _map2(fn, leaf, other_leaf)
+            _map2(fn, leaf, other_leaf, producer)
     else:
         fn(tree, other)
 
@@ -50,6 +50,9 @@ class ArrayEmbeddings:
 
     ``storage`` mirrors the root's nest with leaves of shape ``[B, N + 1, ...]``.
     """
+
+    # The function whose returned embeddings the store holds, named in errors.
+    producer = "recurrent_fn"
 
     def __init__(self, root_embedding: Any, num_simulations: int):
         self.batch_size = None
@@ -87,33 +90,39 @@ class ArrayEmbeddings:
         # index_select / index_copy_ (or numpy take / put) with flat row ids.
         self._flat_storage = _map(lambda leaf: leaf.reshape(-1, *leaf.shape[2:]), self.storage)
 
-    def _flat_rows(self, node_index: np.ndarray, leaf: Any):
-        rows = self._row_offsets + node_index
+    def _flat_rows(self, node_index: np.ndarray, leaf: Any, batch_rows: np.ndarray | None = None):
+        offsets = self._row_offsets if batch_rows is None else self._row_offsets[batch_rows]
+        rows = offsets + node_index
         if _is_tensor(leaf):
             rows = _torch().from_numpy(rows)
             return rows if leaf.device.type == "cpu" else rows.to(leaf.device, non_blocking=True)
         return rows
 
-    def gather(self, node_index: np.ndarray) -> Any:
-        """Embeddings of ``node_index`` ``[B]``, one per root."""
+    def gather(self, node_index: np.ndarray, batch_rows: np.ndarray | None = None) -> Any:
+        """Embeddings of ``node_index`` ``[B]``, one per root; with ``batch_rows`` ``[K]`` only
+        those roots' (``node_index`` is then ``[K]``)."""
 
         def take(flat):
-            rows = self._flat_rows(node_index, flat)
+            rows = self._flat_rows(node_index, flat, batch_rows)
             return flat.index_select(0, rows) if _is_tensor(flat) else flat[rows]
 
         return _map(take, self._flat_storage)
 
-    def scatter(self, node_index: np.ndarray, embedding: Any) -> None:
-        """Stores ``embedding`` (a nest like the root's, leaves ``[B, ...]``) at ``node_index``."""
+    def scatter(
+        self, node_index: np.ndarray, embedding: Any, batch_rows: np.ndarray | None = None
+    ) -> None:
+        """Stores ``embedding`` (a nest like the root's, leaves ``[B, ...]``) at ``node_index``;
+        with ``batch_rows`` ``[K]`` the leaves are ``[K, ...]``, for those roots only."""
+        num_rows = self.batch_size if batch_rows is None else len(batch_rows)
 
         def write(flat, value):
-            leaf_shape = (self.batch_size, *flat.shape[1:])
+            leaf_shape = (num_rows, *flat.shape[1:])
             kind = "torch tensor" if _is_tensor(flat) else "numpy array"
             if _is_tensor(flat) != _is_tensor(value) or not (
                 _is_tensor(value) or isinstance(value, np.ndarray)
             ):
                 raise TypeError(
-                    f"recurrent_fn returned an embedding of type {type(value).__name__}; the root embedding is a {kind}"
+                    f"{self.producer} returned an embedding of type {type(value).__name__}; the root embedding is a {kind}"
                 )
             same_kind = (
                 _torch().can_cast(value.dtype, flat.dtype)
@@ -122,21 +131,21 @@ class ArrayEmbeddings:
             )
             if not same_kind:  # e.g. floats into an int store would be silently truncated
                 raise TypeError(
-                    f"recurrent_fn returned an embedding of dtype {value.dtype}; the root embedding has dtype {flat.dtype}"
+                    f"{self.producer} returned an embedding of dtype {value.dtype}; the root embedding has dtype {flat.dtype}"
                 )
             if tuple(value.shape) != leaf_shape:
                 raise ValueError(
-                    f"recurrent_fn returned an embedding of shape {tuple(value.shape)}; expected "
+                    f"{self.producer} returned an embedding of shape {tuple(value.shape)}; expected "
                     f"{leaf_shape} like the root embedding"
                 )
-            rows = self._flat_rows(node_index, flat)
+            rows = self._flat_rows(node_index, flat, batch_rows)
             if _is_tensor(value):
                 # detach: the store must not keep autograd graphs alive
                 flat.index_copy_(0, rows, value.detach().to(flat.dtype))
             else:
                 flat[rows] = value
 
-        _map2(write, self._flat_storage, embedding)
+        _map2(write, self._flat_storage, embedding, self.producer)
 
     def actions(self, action: np.ndarray) -> Any:
         """The actions in the embeddings' own kind: a long tensor on their device, or numpy."""
@@ -151,19 +160,30 @@ class ArrayEmbeddings:
 class ObjectEmbeddings:
     """Embeddings as Python objects (e.g. game states): ``storage[b][node]``."""
 
+    producer = "recurrent_fn"  # named in errors
+
     def __init__(self, root_embedding: list, num_simulations: int):
         self.batch_size = len(root_embedding)
         self.storage = [[state] + [None] * num_simulations for state in root_embedding]
 
-    def gather(self, node_index: np.ndarray) -> list:
-        return [row[node] for row, node in zip(self.storage, node_index.tolist(), strict=True)]
+    def _rows(self, batch_rows: np.ndarray | None) -> list:
+        if batch_rows is None:
+            return self.storage
+        return [self.storage[b] for b in batch_rows.tolist()]
 
-    def scatter(self, node_index: np.ndarray, embedding: list) -> None:
-        if len(embedding) != self.batch_size:
+    def gather(self, node_index: np.ndarray, batch_rows: np.ndarray | None = None) -> list:
+        rows = self._rows(batch_rows)
+        return [row[node] for row, node in zip(rows, node_index.tolist(), strict=True)]
+
+    def scatter(
+        self, node_index: np.ndarray, embedding: list, batch_rows: np.ndarray | None = None
+    ) -> None:
+        rows = self._rows(batch_rows)
+        if len(embedding) != len(rows):
             raise ValueError(
-                f"recurrent_fn returned {len(embedding)} embeddings; expected {self.batch_size}"
+                f"{self.producer} returned {len(embedding)} embeddings; expected {len(rows)}"
             )
-        for row, node, state in zip(self.storage, node_index.tolist(), embedding, strict=True):
+        for row, node, state in zip(rows, node_index.tolist(), embedding, strict=True):
             row[node] = state
 
     def actions(self, action: np.ndarray) -> np.ndarray:

@@ -358,6 +358,63 @@ def init_roots(tree, roots, scratch, status):
 
 
 @numba.njit(cache=True, fastmath=FASTMATH, inline="always")
+def select_action(tree, b, node, depth, params, considered_visit, parent_q, scratch):
+    """The action the policy's rule picks at ``node`` of tree ``b`` (at ``depth``; the root is
+    depth 0). Returns ``(action, mean_q)``: the mean Q that `qtransform_tree_min_max` hands to
+    the unvisited children below (0 for other transforms). ``scratch`` is an ``[A]`` float64 work
+    row, and its length is the number of actions the rule considers."""
+    counts = tree.children_counts
+    stats = tree.children_stats
+    legal = tree.children_legal
+    mean_q = 0.0
+    # Gumbel with its default transform has a faster path that needs no per-action sigma.
+    if params.policy == POLICY_GUMBEL and params.qtransform_kind == COMPLETED_BY_MIX_VALUE:
+        raw_value = np.float64(tree.raw_values[b, node])
+        if depth == 0:
+            action = gumbel_root_action_completed(
+                counts,
+                stats,
+                legal,
+                tree.root_gumbel,
+                b,
+                raw_value,
+                params,
+                considered_visit,
+                scratch,
+            )
+        else:
+            action = gumbel_interior_action_completed(
+                counts, stats, legal, b, node, raw_value, params, scratch
+            )
+        return action, mean_q
+    if params.unvisited_parent_mean:
+        mean_q = parent_mean_qvalue(stats, counts, b, node, depth == 0, parent_q)
+    transformed_qvalues(
+        stats,
+        counts,
+        b,
+        node,
+        np.float64(tree.node_values[b, node]),
+        np.float64(tree.raw_values[b, node]),
+        params,
+        mean_q,
+        tree.tree_min_max,
+        scratch,
+    )
+    if params.policy == POLICY_MUZERO:
+        action = puct_action(
+            counts, stats, legal, b, node, tree.node_visits[b, node], params, scratch
+        )
+    elif depth == 0:
+        action = considered_argmax(
+            counts, stats, legal, tree.root_gumbel, b, considered_visit, scratch
+        )
+    else:
+        action = gumbel_interior_action(counts, stats, legal, b, node, scratch)
+    return action, mean_q
+
+
+@numba.njit(cache=True, fastmath=FASTMATH, inline="always")
 def simulate_root(tree, b, params, considered_visit, scratch):
     """Descends tree ``b`` from the root to an unexpanded edge (or to ``max_depth``).
 
@@ -366,62 +423,16 @@ def simulate_root(tree, b, params, considered_visit, scratch):
     which cost a third of a tabular Gumbel simulation."""
     counts = tree.children_counts
     stats = tree.children_stats
-    legal = tree.children_legal
     node = ROOT_INDEX
     depth = 0
     parent_q = 0.0
-    # Gumbel with its default transform has a faster path that needs no per-action sigma.
-    gumbel_completed = (
-        params.policy == POLICY_GUMBEL and params.qtransform_kind == COMPLETED_BY_MIX_VALUE
-    )
     while True:
         if not tree.prior_probs_ready[b, node]:  # a leaf until now
-            write_prior_probs(stats, legal, b, node)
+            write_prior_probs(stats, tree.children_legal, b, node)
             tree.prior_probs_ready[b, node] = True
-        mean_q = 0.0
-        if gumbel_completed:
-            raw_value = np.float64(tree.raw_values[b, node])
-            if depth == 0:
-                action = gumbel_root_action_completed(
-                    counts,
-                    stats,
-                    legal,
-                    tree.root_gumbel,
-                    b,
-                    raw_value,
-                    params,
-                    considered_visit,
-                    scratch,
-                )
-            else:
-                action = gumbel_interior_action_completed(
-                    counts, stats, legal, b, node, raw_value, params, scratch
-                )
-        else:
-            if params.unvisited_parent_mean:
-                mean_q = parent_mean_qvalue(stats, counts, b, node, depth == 0, parent_q)
-            transformed_qvalues(
-                stats,
-                counts,
-                b,
-                node,
-                np.float64(tree.node_values[b, node]),
-                np.float64(tree.raw_values[b, node]),
-                params,
-                mean_q,
-                tree.tree_min_max,
-                scratch,
-            )
-            if params.policy == POLICY_MUZERO:
-                action = puct_action(
-                    counts, stats, legal, b, node, tree.node_visits[b, node], params, scratch
-                )
-            elif depth == 0:
-                action = considered_argmax(
-                    counts, stats, legal, tree.root_gumbel, b, considered_visit, scratch
-                )
-            else:
-                action = gumbel_interior_action(counts, stats, legal, b, node, scratch)
+        action, mean_q = select_action(
+            tree, b, node, depth, params, considered_visit, parent_q, scratch
+        )
         child = counts[b, node, INDEX, action]
         depth += 1
         if child == UNVISITED or depth >= params.max_depth:

@@ -1,4 +1,5 @@
-"""Public policies: ``muzero_policy`` (PUCT) and ``gumbel_muzero_policy``.
+"""Public policies: ``muzero_policy`` (PUCT) and ``gumbel_muzero_policy``; the Stochastic
+MuZero ones are in `search.stochastic_policies`.
 
 Modelled on mctx's ``policies.py``: a root output, a batched recurrent function and keyword-only
 hyperparameters with the papers' defaults. Differences from mctx, all deliberate:
@@ -88,27 +89,20 @@ def muzero_policy(
     Returns:
       `SearchOutput`; ``action_weights`` are the root visit probabilities.
     """
-    prior_logits, value, legal_mask, batch_size, num_actions = _validate_root(root, legal_mask)
+    prior_logits, value, legal_mask, batch_size, _ = _validate_root(root, legal_mask)
     num_simulations = positive_int(num_simulations, "num_simulations")
-    dirichlet_fraction = (
-        0.0 if deterministic else in_range(dirichlet_fraction, "dirichlet_fraction", 0.0, 1.0)
+    dirichlet_fraction, temperature = _check_puct_settings(
+        deterministic, dirichlet_fraction, temperature, pb_c_init, pb_c_base
     )
-    temperature = float(temperature)
-    if not (np.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be a finite number >= 0; got {temperature!r}")
-    positive_float(pb_c_base, "pb_c_base")
-    non_negative_float(pb_c_init, "pb_c_init")
     keys = rng.root_keys(seed, batch_size)
-
-    noise = None
-    if dirichlet_fraction > 0:
-        if dirichlet_noise is not None:
-            noise = float_array(dirichlet_noise, "dirichlet_noise", (batch_size, num_actions))
-        else:
-            alpha = positive_float(dirichlet_alpha, "dirichlet_alpha")
-            include = legal_mask if dirichlet_legal_only else np.ones_like(legal_mask)
-            noise = np.empty((batch_size, num_actions), np.float64)
-            rng.batch_dirichlet(keys, alpha, include, noise)
+    noise = _root_noise(
+        keys,
+        legal_mask,
+        dirichlet_fraction,
+        dirichlet_alpha,
+        dirichlet_legal_only,
+        dirichlet_noise,
+    )
     params = kernels.kernel_params(
         policy=kernels.POLICY_MUZERO,
         qtransform=_check_qtransform(_PUCT_QTRANSFORM if qtransform is None else qtransform),
@@ -125,22 +119,59 @@ def muzero_policy(
         num_simulations=num_simulations,
         params=params,
     )
-    visit_counts = results.visit_counts
+    action, action_weights = _action_from_visits(
+        results.visit_counts, legal_mask, keys, deterministic, temperature, action_gumbel
+    )
+    return _search_output(tree, store, action, action_weights, results)
+
+
+def _check_puct_settings(deterministic, dirichlet_fraction, temperature, pb_c_init, pb_c_base):
+    """The checked ``(dirichlet_fraction, temperature)``; 0 noise in deterministic mode."""
+    dirichlet_fraction = (
+        0.0 if deterministic else in_range(dirichlet_fraction, "dirichlet_fraction", 0.0, 1.0)
+    )
+    temperature = float(temperature)
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0; got {temperature!r}")
+    positive_float(pb_c_base, "pb_c_base")
+    non_negative_float(pb_c_init, "pb_c_init")
+    return dirichlet_fraction, temperature
+
+
+def _root_noise(keys, legal_mask, fraction, alpha, legal_only, given) -> np.ndarray | None:
+    """``[B, A]`` Dirichlet noise for the root prior (the caller's ``given`` noise if any),
+    or None when ``fraction`` is 0."""
+    if fraction <= 0:
+        return None
+    batch_size, num_actions = legal_mask.shape
+    if given is not None:
+        return float_array(given, "dirichlet_noise", (batch_size, num_actions))
+    alpha = positive_float(alpha, "dirichlet_alpha")
+    include = legal_mask if legal_only else np.ones_like(legal_mask)
+    noise = np.empty((batch_size, num_actions), np.float64)
+    rng.batch_dirichlet(keys, alpha, include, noise)
+    return noise
+
+
+def _action_from_visits(visit_counts, legal_mask, keys, deterministic, temperature, given_gumbel):
+    """``(action [B], action_weights [B, A])``: the visit distribution, and an action sampled
+    from it at ``temperature`` (mctx's Gumbel-max over the tempered log weights; the most
+    visited action when ``deterministic`` or at temperature 0)."""
+    batch_size, num_actions = visit_counts.shape
     action_weights = (visit_counts / visit_counts.sum(axis=1, keepdims=True)).astype(np.float32)
     if deterministic or temperature == 0:
-        action = np.argmax(visit_counts, axis=1).astype(np.int32)
+        return np.argmax(visit_counts, axis=1).astype(np.int32), action_weights
+    if given_gumbel is not None:
+        gumbel = float_array(given_gumbel, "action_gumbel", (batch_size, num_actions))
     else:
-        if action_gumbel is not None:
-            gumbel = float_array(action_gumbel, "action_gumbel", (batch_size, num_actions))
-        else:
-            gumbel = np.empty((batch_size, num_actions), np.float64)
-            rng.batch_gumbel(keys, rng.STREAM_ACTION, 1.0, gumbel)
-        log_weights = np.log(np.maximum(action_weights, _FLOAT32_TINY))
-        scores = gumbel + (log_weights - log_weights.max(axis=1, keepdims=True)) / max(
-            temperature, _FLOAT32_TINY
-        )
-        action = np.argmax(np.where(legal_mask, scores, -np.inf), axis=1).astype(np.int32)
-    return _search_output(tree, store, action, action_weights, results)
+        gumbel = np.empty((batch_size, num_actions), np.float64)
+        rng.batch_gumbel(keys, rng.STREAM_ACTION, 1.0, gumbel)
+    log_weights = np.log(np.maximum(action_weights, _FLOAT32_TINY))
+    scores = gumbel + (log_weights - log_weights.max(axis=1, keepdims=True)) / max(
+        temperature, _FLOAT32_TINY
+    )
+    action = np.argmax(np.where(legal_mask, scores, -np.inf), axis=1).astype(np.int32)
+    return action, action_weights
 
 
 def gumbel_muzero_policy(
@@ -173,20 +204,11 @@ def gumbel_muzero_policy(
     """
     prior_logits, value, legal_mask, batch_size, num_actions = _validate_root(root, legal_mask)
     num_simulations = positive_int(num_simulations, "num_simulations")
-    max_num_considered_actions = positive_int(
-        max_num_considered_actions, "max_num_considered_actions"
+    max_num_considered_actions, gumbel_scale = _check_gumbel_settings(
+        max_num_considered_actions, gumbel_scale
     )
-    gumbel_scale = float(gumbel_scale)
-    if not (np.isfinite(gumbel_scale) and gumbel_scale >= 0):
-        raise ValueError(f"gumbel_scale must be a finite number >= 0; got {gumbel_scale!r}")
     keys = rng.root_keys(seed, batch_size)  # validated even when unused
-    if deterministic:
-        root_gumbel = np.zeros((batch_size, num_actions), np.float32)
-    elif gumbel is not None:
-        root_gumbel = float_array(gumbel, "gumbel", (batch_size, num_actions)).copy()  # tree's own
-    else:
-        root_gumbel = np.empty((batch_size, num_actions), np.float32)
-        rng.batch_gumbel(keys, rng.STREAM_GUMBEL, gumbel_scale, root_gumbel)
+    root_gumbel = _root_gumbel(keys, num_actions, deterministic, gumbel_scale, gumbel)
     params = kernels.kernel_params(
         policy=kernels.POLICY_GUMBEL,
         qtransform=_check_qtransform(_GUMBEL_QTRANSFORM if qtransform is None else qtransform),
@@ -204,11 +226,38 @@ def gumbel_muzero_policy(
         params=params,
         root_gumbel=root_gumbel,
     )
-    # The softmax of the kernel's shifted logits, in numpy: see `kernels._improved_logits`.
+    return _search_output(tree, store, results.action, _improved_policy(results), results)
+
+
+def _check_gumbel_settings(max_num_considered_actions, gumbel_scale) -> tuple[int, float]:
+    max_num_considered_actions = positive_int(
+        max_num_considered_actions, "max_num_considered_actions"
+    )
+    gumbel_scale = float(gumbel_scale)
+    if not (np.isfinite(gumbel_scale) and gumbel_scale >= 0):
+        raise ValueError(f"gumbel_scale must be a finite number >= 0; got {gumbel_scale!r}")
+    return max_num_considered_actions, gumbel_scale
+
+
+def _root_gumbel(keys, num_actions, deterministic, gumbel_scale, given) -> np.ndarray:
+    """``[B, A]`` float32 root Gumbel noise, the tree's own (zeros when ``deterministic``; a
+    copy of the caller's ``given`` noise if any)."""
+    batch_size = keys.shape[0]
+    if deterministic:
+        return np.zeros((batch_size, num_actions), np.float32)
+    if given is not None:
+        return float_array(given, "gumbel", (batch_size, num_actions)).copy()
+    root_gumbel = np.empty((batch_size, num_actions), np.float32)
+    rng.batch_gumbel(keys, rng.STREAM_GUMBEL, gumbel_scale, root_gumbel)
+    return root_gumbel
+
+
+def _improved_policy(results: kernels.RootResults) -> np.ndarray:
+    """``[B, A]`` float32 ``softmax(logits + sigma(completed Q))``: the softmax of the kernel's
+    shifted logits, in numpy (see `kernels._improved_logits`)."""
     weights = np.exp(results.improved_logits, out=results.improved_logits)
     weights /= weights.sum(axis=1, keepdims=True)
-    action_weights = weights.astype(np.float32)
-    return _search_output(tree, store, results.action, action_weights, results)
+    return weights.astype(np.float32)
 
 
 def _search_output(

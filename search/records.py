@@ -47,6 +47,36 @@ class StepOutput(NamedTuple):
     legal: Any = None
 
 
+class AfterstateOutput(NamedTuple):
+    """What the model says about the afterstates created by one simulation (Stochastic MuZero's
+    decision function: a state and an action lead to an afterstate, before chance acts).
+
+    value: ``[K]`` value of the afterstate, from the perspective of the player who just acted
+        (the edge into it has reward 0 and discount 1).
+    chance_logits: ``[K, C]`` logits of the C chance outcomes (codes) at the afterstate.
+    """
+
+    value: Any
+    chance_logits: Any
+
+
+class StochasticEmbeddings(NamedTuple):
+    """The node-indexed embeddings of a Stochastic MuZero search (mctx's
+    ``StochasticRecurrentState``).
+
+    state: the state embeddings, leaves ``[B, N + 1, ...]`` (or per-root lists), meaningful at
+        decision nodes.
+    afterstate: the afterstate embeddings, meaningful at chance nodes (the root's slot holds no
+        afterstate: unlike mctx, the search makes no extra model call to fill it).
+    is_decision_node: ``[B, N + 1]`` bool, True for the root and every state node, False for
+        afterstates and unused slots.
+    """
+
+    state: Any
+    afterstate: Any
+    is_decision_node: np.ndarray
+
+
 class SearchOutput(NamedTuple):
     """Result of a batched search.
 
