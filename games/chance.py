@@ -112,6 +112,13 @@ class ChanceGame:
         shape = self._raw_shape
         if self.num_players == 2:  # append a to-play plane (or feature for flat tensors)
             shape = to_play_shape(shape)
+        # 2048's tensor holds tile values (2 ... max_tile); a network reads one plane per tile
+        # exponent better (plane 0: empty cells), as in the Stochastic MuZero paper.
+        self._tile_planes = 0
+        if name == "2048":
+            max_tile = int(self.game.get_parameters()["max_tile"])
+            self._tile_planes = max_tile.bit_length()  # log2(max_tile) + 1
+            shape = (self._tile_planes, *shape)
         self.obs_shape: tuple[int, ...] = shape
         self._hyper_backgammon = name == "backgammon" and bool(
             self.game.get_parameters()["hyper_backgammon"]
@@ -170,9 +177,14 @@ class ChanceGame:
     def observation(self, state) -> np.ndarray:
         """``obs_shape`` float32 from the point of view of the player to move (player 0's at a
         chance node or the end). Two-player games get a last plane or feature holding who is
-        to move."""
+        to move; 2048's board is one-hot planes of the tile exponents ``[log2(max_tile) + 1,
+        4, 4]``."""
         player = max(state.current_player(), 0)
         raw = np.asarray(state.observation_tensor(player), np.float32).reshape(self._raw_shape)
+        if self._tile_planes:
+            exponents = np.log2(np.maximum(raw, 1.0)).astype(np.int64)  # empty -> plane 0
+            planes = np.arange(self._tile_planes)[:, None, None] == exponents[None]
+            return planes.astype(np.float32)
         if self.num_players == 1:
             return raw
         return with_to_play(raw, player)

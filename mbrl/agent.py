@@ -56,8 +56,10 @@ class SearchAgent:
         legal = np.stack([self.game.legal_mask(s) for s in states])
         return self._act(states, obs, legal)
 
-    def act(self, timestep) -> np.ndarray:
-        return self._act(None, timestep.obs, timestep.legal)
+    def act(self, timestep, states: list | None = None) -> np.ndarray:
+        """Moves for a batch of observations; ``states`` (the games' own) for a model that
+        searches the true game."""
+        return self._act(states, timestep.obs, timestep.legal)
 
     def _act(self, states: list | None, obs: np.ndarray, legal: np.ndarray) -> np.ndarray:
         if self.num_simulations == 0:

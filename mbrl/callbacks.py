@@ -387,6 +387,7 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
         seed: int,
         target_return: float | None = None,
         normalize=None,
+        extra_measures=(),
     ):
         if every < 0 or episodes < 1 or simulations < 0:
             raise ValueError(
@@ -399,6 +400,8 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
         self.seed = seed
         self.target_return = target_return
         self.normalize = normalize  # raw return -> e.g. Atari's human-normalized score
+        # .measure(agent) -> {metric: value}, logged beside the returns (Pig's optimal share)
+        self.extra_measures = tuple(extra_measures)
         self.train_seconds = 0.0
         self._clock = None
         self.solved_at: dict | None = None
@@ -419,7 +422,12 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
 
     def measure(self, network, request: dict) -> dict:
         agent = self.make_agent(network, self.simulations, "agent")
-        returns = run_episodes(self.make_env(), agent.act, self.episodes, seed=self.seed + 10**6)
+        env = self.make_env()
+
+        def act(timestep):  # the games' states too, for a model that searches the true game
+            return agent.act(timestep, getattr(env, "states", None))
+
+        returns = run_episodes(env, act, self.episodes, seed=self.seed + 10**6)
         record = {
             **request,
             "return_mean": float(np.mean(returns)),
@@ -430,21 +438,21 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
         }
         if self.normalize is not None:
             record["human_normalized_mean"] = float(np.mean([self.normalize(r) for r in returns]))
+        for extra in self.extra_measures:
+            record.update(extra.measure(agent))
         return record
 
     def report(self, trainer, record: dict, weights: dict) -> None:
         if trainer.logger is not None:
-            metrics = {
-                f"eval/{k}": v
-                for k, v in record.items()
-                if k.startswith("return_") or k.startswith("human_")
-            }
+            request_keys = ("step", "env_steps", "train_seconds", "episodes")
+            metrics = {f"eval/{k}": v for k, v in record.items() if k not in request_keys}
             trainer.logger.log_metrics(metrics, step=record["step"])
+        extras = "".join(f", {k} {record[k]:.3f}" for k in record if k.endswith("_share"))
         Console(stderr=True).print(
             f"evaluation at step {record['step']} ({record['env_steps']} env steps): return "
             f"mean {record['return_mean']:.1f}, median {record['return_median']:.1f}, "
             f"min {record['return_min']:.1f}, max {record['return_max']:.1f} over "
-            f"{record['episodes']} episodes"
+            f"{record['episodes']} episodes{extras}"
         )
         with self.log_path.open("a") as file:
             file.write(json.dumps(record) + "\n")

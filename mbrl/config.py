@@ -17,12 +17,14 @@ from typing import Any
 from games.atari_protocol import AtariProtocol
 from search.settings import SearchSettings
 
-LATENT_ALGORITHMS = ("muzero", "gumbel_muzero", "efficientzero")  # plan in a learned model
+# plan in a learned model
+LATENT_ALGORITHMS = ("muzero", "gumbel_muzero", "efficientzero", "stochastic_muzero")
 
 
 @dataclass
 class GameConfig:
-    kind: str = "openspiel"  # a registered game kind (mbrl.registry): openspiel | chess | classic | atari | text
+    # a registered game kind (mbrl.registry): openspiel | chess | chance | classic | atari | text
+    kind: str = "openspiel"
     name: str = "tic_tac_toe"
     params: dict[str, Any] = field(default_factory=dict)  # OpenSpiel game parameters
     max_moves: int = 0  # games longer than this end as draws; 0 = the game's own limit
@@ -32,7 +34,7 @@ class GameConfig:
 @dataclass
 class AlgoConfig:
     name: str = "alphazero"  # a registered algorithm (mbrl.registry)
-    # Learned-model algorithms only (muzero, gumbel_muzero, efficientzero):
+    # Learned-model algorithms only (muzero, gumbel_muzero, efficientzero, stochastic_muzero):
     unroll_steps: int = 5  # K
     td_steps: int = 10  # n of the n-step value target
     dynamic_td_every: int = 0  # EfficientZero: n shrinks by 1 per this many env steps of age
@@ -49,6 +51,11 @@ class AlgoConfig:
     # 0 = the outcome only (the paper). Mixing in the search value lowers the target's variance.
     search_value_weight: float = 0.0
     segment_length: int = 0  # long episodes enter replay in blocks (EfficientZero: 400)
+    # Stochastic MuZero only: the learned chance codebook's size C, the weight of sigma's
+    # cross-entropy to the encoder's codes and of the encoder's commitment to its code.
+    chance_codes: int = 32
+    chance_weight: float = 1.0
+    commitment_weight: float = 0.02  # 0.25 freezes the codes (see the net's test)
     labels: str = ""  # algo=supervised: a teacher's label file (python -m games.chess_labels)
     # [fraction of trainer.max_steps, visit-count temperature] pairs (MuZero's schedule)
     temperature_schedule: list[list[float]] = field(

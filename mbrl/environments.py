@@ -1,7 +1,8 @@
 """Build a batched environment (and its learned-model network) from the ``game`` config.
 
 Learned-model agents train on any protocol environment: OpenSpiel board games (through
-``BoardGameEnv``), Gymnasium classic control, or Atari with EfficientZero's protocol. This module
+``BoardGameEnv``), OpenSpiel games with chance (``ChanceGameEnv``: 2048, Pig, backgammon),
+Gymnasium classic control, or Atari with EfficientZero's protocol. This module
 is the one place that maps ``game.kind`` to an environment and says what the replay and the
 network need to know about it.
 """
@@ -12,6 +13,7 @@ import dataclasses
 from typing import Any, NamedTuple
 
 import numpy as np
+import torch
 
 from games import BoardGame, BoardGameEnv, ClassicControlEnv
 from mbrl.networks.muzero import MuZeroNet
@@ -38,6 +40,16 @@ def make_environment(game_cfg, batch_size: int, *, seed: int, training: bool = T
 
         game = ChessGame(game_cfg.params, max_moves=game_cfg.max_moves)
         return _board_environment(game, batch_size)
+    if kind == "chance":
+        from games.chance import ChanceGame, ChanceGameEnv
+
+        game = ChanceGame(game_cfg.name, game_cfg.params, max_moves=game_cfg.max_moves)
+        env = ChanceGameEnv(game, batch_size, seed=seed)
+        spec = {"kind": "chance", **game.spec}
+        two_player = game.num_players == 2
+        return Environment(
+            env, game.obs_shape, np.dtype(np.float32), game.num_actions, 1, two_player, None, spec
+        )
     if kind == "classic":
         env = ClassicControlEnv(game_cfg.name, batch_size)
         return Environment(
@@ -65,7 +77,7 @@ def make_environment(game_cfg, batch_size: int, *, seed: int, training: bool = T
             None,
             spec,
         )
-    raise ValueError(f"game.kind must be openspiel, chess, classic or atari, got {kind!r}")
+    raise ValueError(f"game.kind must be openspiel, chess, chance, classic or atari, got {kind!r}")
 
 
 def _board_environment(game, batch_size: int) -> Environment:
@@ -82,6 +94,10 @@ def _board_environment(game, batch_size: int) -> Environment:
     )
 
 
-def build_latent_network(obs_shape: tuple[int, ...], num_actions: int, cfg) -> MuZeroNet:
+def build_latent_network(obs_shape: tuple[int, ...], num_actions: int, cfg) -> torch.nn.Module:
+    if cfg.algo.name == "stochastic_muzero":
+        from mbrl.networks.stochastic_muzero import StochasticMuZeroNet
+
+        return StochasticMuZeroNet(obs_shape, num_actions, cfg.algo.chance_codes, cfg.model)
     value_prefix = cfg.algo.value_prefix_horizon > 0
     return MuZeroNet(obs_shape, num_actions, cfg.model, value_prefix=value_prefix)

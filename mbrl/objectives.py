@@ -160,3 +160,86 @@ class MuZeroObjective:
             running = running + reward[:, k]
             prefix[:, k] = running
         return prefix
+
+
+@dataclass(frozen=True)
+class StochasticMuZeroObjective:
+    """Stochastic MuZero's K-step unroll loss (Antonoglou et al. 2022, section 4).
+
+    Each step goes state -> afterstate -> state: ``as_k = phi(s_{k-1}, a_{t+k-1})``, then the
+    encoder reads ``(o_{t+k-1}, o_{t+k})`` and picks a code ``c``, and ``s_k = g(as_k, c)``. The
+    terms are MuZero's (policy, value, reward at every state), plus at every afterstate ``Q``'s
+    cross-entropy to the value target of the state it came from (the n-step return after the
+    move that was played), ``sigma``'s cross-entropy to the code the encoder picked
+    (``chance_weight``) and the encoder's commitment to it (``commitment_weight``); in two-player
+    games the turn-change logit of each step learns whether the turn passed. The dynamics' loss
+    trains the encoder through the straight-through code. Scaling as in `MuZeroObjective`.
+    """
+
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    two_player: bool = False
+
+    def __call__(self, network: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        from mbrl.networks.stochastic_muzero import chance_distribution_loss, commitment_loss
+
+        algo = self.algo
+        value_support = ScalarSupport(network.settings.support_size)
+        reward_support = ScalarSupport(network.settings.reward_support_size)
+        weights, k_steps = batch["weights"], batch["actions"].shape[1]
+        value_target, policy_target = batch["value"], batch["policy"]
+        latent = network.represent(batch["obs"])
+        policy_logits, value_logits = network.predict(latent)
+        root_value = value_support.to_scalar(value_logits.detach())
+        terms: dict[str, list[torch.Tensor]] = {
+            name: [] for name in ("policy", "value", "reward", "q", "chance", "commitment", "turn")
+        }
+
+        def state_terms(k: int, policy_logits, value_logits, mask) -> None:
+            log_policy = torch.log_softmax(policy_logits, -1)
+            terms["policy"].append(-(policy_target[:, k] * log_policy).sum(-1) * mask)
+            value_dist = value_support.to_distribution(value_target[:, k])
+            terms["value"].append(losses.categorical_cross_entropy(value_logits, value_dist) * mask)
+
+        state_terms(0, policy_logits, value_logits, torch.ones_like(weights))
+        previous_obs = batch["obs"]
+        for k in range(1, k_steps + 1):
+            played = batch["policy_mask"][:, k - 1]  # the move into step k was played
+            arrived = batch["policy_mask"][:, k]  # and o_{t+k} is a real observation
+            afterstate = network.afterstate(scale_gradient(latent, 0.5), batch["actions"][:, k - 1])
+            chance_logits, q_logits = network.predict_afterstate(afterstate)
+            q_dist = value_support.to_distribution(value_target[:, k - 1])
+            terms["q"].append(losses.categorical_cross_entropy(q_logits, q_dist) * played)
+            next_obs = batch["future_obs"][:, k - 1]
+            code = network.encode_chance(previous_obs, next_obs)
+            terms["chance"].append(chance_distribution_loss(chance_logits, code) * arrived)
+            terms["commitment"].append(commitment_loss(code) * arrived)
+            latent, reward_logits, turn_logit = network.dynamics(afterstate, code.code)
+            reward_dist = reward_support.to_distribution(batch["reward"][:, k])
+            reward_mask = batch["reward_mask"][:, k]
+            terms["reward"].append(
+                losses.categorical_cross_entropy(reward_logits, reward_dist) * reward_mask
+            )
+            turn = torch.nn.functional.binary_cross_entropy_with_logits(
+                turn_logit, batch["turn_change"][:, k], reduction="none"
+            )
+            terms["turn"].append(turn * played * float(self.two_player))
+            policy_logits, value_logits = network.predict(latent)
+            state_terms(k, policy_logits, value_logits, arrived)
+            previous_obs = next_obs
+        per_step = 1.0 / max(k_steps, 1)
+        zero = torch.zeros_like(weights)
+        summed = {name: _unrolled_sum(found, per_step, zero) for name, found in terms.items()}
+        summed["policy"] = terms["policy"][0] + _unrolled_sum(terms["policy"][1:], per_step, zero)
+        summed["value"] = terms["value"][0] + _unrolled_sum(terms["value"][1:], per_step, zero)
+        per_sample = (
+            algo.policy_weight * summed["policy"]
+            + algo.value_weight * (summed["value"] + summed["q"])
+            + algo.reward_weight * (summed["reward"] + summed["turn"])
+            + algo.chance_weight * summed["chance"]
+            + algo.commitment_weight * summed["commitment"]
+        )
+        loss = (per_sample * weights).mean()
+        value_error = (root_value - value_target[:, 0]).abs()
+        metrics = {f"{name}_loss": total.mean().detach() for name, total in summed.items()}
+        metrics.update(loss=loss.detach(), value_abs_error=value_error.mean())
+        return losses.LossOutput(loss, value_error, metrics)

@@ -24,9 +24,11 @@ from mbrl.callbacks import EpisodeEvaluationCallback, EvaluationCallback
 from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, TrainConfig
 from mbrl.environments import Environment, build_latent_network, make_environment
 from mbrl.networks.board import board_network
+from mbrl.objectives import AlphaZeroObjective, MuZeroObjective, StochasticMuZeroObjective
 from mbrl.selfplay.actor import SelfPlayActor
 from mbrl.selfplay.game_model import GameModel
 from mbrl.selfplay.latent_model import LatentModel
+from mbrl.selfplay.stochastic_latent_model import StochasticLatentModel
 
 
 class GameParts(NamedTuple):
@@ -35,6 +37,7 @@ class GameParts(NamedTuple):
     make_model: Callable  # network -> the search's model (GameModel or LatentModel)
     targets: AlgoConfig  # what the replay computes targets with (K, n, discount)
     outcome_targets: bool  # AlphaZero's: the game's outcome (mixed with the search's Q)
+    objective: Callable  # (network, batch) -> LossOutput: what the learner minimises
 
 
 def game_parts(cfg: TrainConfig, *, seed: int, batch_size: int | None = None) -> GameParts:
@@ -43,6 +46,26 @@ def game_parts(cfg: TrainConfig, *, seed: int, batch_size: int | None = None) ->
     batch_size = cfg.trainer.num_games if batch_size is None else batch_size
     environment = make_environment(cfg.game, batch_size, seed=seed)
     algo, game = cfg.algo, environment.game
+    if algo.name == "chance_alphazero":  # the true game and its dice; f(h(obs)) only
+        from mbrl.selfplay.chance_game_model import ChanceGameModel
+
+        network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
+        chance_game = environment.env.game
+
+        def make_model(net):
+            return ChanceGameModel(chance_game, net, discount=algo.discount)
+
+        targets = dataclasses.replace(algo, unroll_steps=0)
+        return GameParts(environment, network, make_model, targets, False, MuZeroObjective(targets))
+    if algo.name == "stochastic_muzero":
+        network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
+        two_player = environment.two_player
+
+        def make_model(net):
+            return StochasticLatentModel(net, discount=algo.discount, two_player=two_player)
+
+        objective = StochasticMuZeroObjective(algo, two_player=two_player)
+        return GameParts(environment, network, make_model, algo, False, objective)
     if algo.name in LATENT_ALGORITHMS:
         network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
 
@@ -54,7 +77,7 @@ def game_parts(cfg: TrainConfig, *, seed: int, batch_size: int | None = None) ->
                 value_prefix_horizon=algo.value_prefix_horizon,
             )
 
-        return GameParts(environment, network, make_model, algo, outcome_targets=False)
+        return GameParts(environment, network, make_model, algo, False, MuZeroObjective(algo))
 
     targets = dataclasses.replace(
         algo, unroll_steps=0, td_steps=game.max_moves, discount=1.0, dynamic_td_every=0
@@ -65,6 +88,7 @@ def game_parts(cfg: TrainConfig, *, seed: int, batch_size: int | None = None) ->
         lambda net: GameModel(game, net),
         targets,
         outcome_targets=True,
+        objective=AlphaZeroObjective(),
     )
 
 
@@ -139,7 +163,17 @@ def evaluation_callback(cfg: TrainConfig, parts: GameParts):
         seed=cfg.seed,
         target_return=cfg.eval.target_return,
         normalize=_human_normalizer(environment.spec),
+        extra_measures=_extra_measures(cfg),
     )
+
+
+def _extra_measures(cfg: TrainConfig) -> tuple:
+    """Measures beside the return: Pig's exact solution scores every roll-or-stop choice."""
+    if cfg.game.kind == "chance" and cfg.game.name == "pig":
+        from mbrl.evaluation.pig_optimality import PigOptimality
+
+        return (PigOptimality(dict(cfg.game.params), seed=cfg.seed),)
+    return ()
 
 
 def _board_eval_args(cfg: TrainConfig, run_dir: Path) -> dict:

@@ -51,6 +51,7 @@ def train_function(name: str) -> Callable:
 # algorithms plan in their own model, so they train on any environment.
 register_game_kind("openspiel", "OpenSpiel board games")
 register_game_kind("chess", "chess on python-chess rules with the 1,968 move tokens")
+register_game_kind("chance", "OpenSpiel games with dice or random tiles (2048, pig, backgammon)")
 register_game_kind("classic", "Gymnasium classic control; no simulator for the search")
 register_game_kind("atari", "Atari through ale-py; no simulator for the search")
 for _name, _policy in (("alphazero", "puct"), ("gumbel_alphazero", "gumbel")):
@@ -64,7 +65,19 @@ register_algorithm(
 for _name, _policy in (("muzero", "puct"), ("gumbel_muzero", "gumbel"), ("efficientzero", "puct")):
     register_algorithm(
         _name,
-        game_kinds=("openspiel", "classic", "atari"),
+        game_kinds=("openspiel", "chance", "classic", "atari"),
         train="mbrl.train:train",
         search_policy=_policy,
     )
+# The reference for Stochastic MuZero: AlphaZero's search on the true game and its true chance
+# (exact expectations at chance nodes), learning n-step value targets like the learned models.
+register_algorithm(
+    "chance_alphazero", game_kinds=("chance",), train="mbrl.train:train", search_policy=None
+)
+# Stochastic MuZero plans with afterstates and learned chance codes: PUCT (the paper) or Gumbel.
+register_algorithm(
+    "stochastic_muzero",
+    game_kinds=("chance", "openspiel", "classic"),  # its networks are MLPs (no Atari torso)
+    train="mbrl.train:train",
+    search_policy=None,
+)

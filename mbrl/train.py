@@ -33,7 +33,6 @@ from mbrl.checkpoint import (
 from mbrl.checkpoint import resume_point as find_resume_point
 from mbrl.config import TrainConfig
 from mbrl.graceful_stop import GracefulStop
-from mbrl.objectives import AlphaZeroObjective, MuZeroObjective
 from mbrl.parts import evaluation_callback, game_parts, self_play_actor
 from mbrl.quiet import quiet_third_party
 from mbrl.replay.episodes import EpisodeReplay
@@ -148,8 +147,7 @@ def _system(cfg: TrainConfig, parts) -> System:
         "algo": cfg.algo.name,
         "config": dataclasses.asdict(cfg),
     }
-    objective = AlphaZeroObjective() if parts.outcome_targets else MuZeroObjective(cfg.algo)
-    return System(parts.network, objective, cfg.optim, metadata=metadata)
+    return System(parts.network, parts.objective, cfg.optim, metadata=metadata)
 
 
 def build_follower(cfg: TrainConfig) -> tuple[System, FollowerData]:

@@ -37,6 +37,7 @@ AT_LEAST = {
     "algo.dynamic_td_every": 0,
     "algo.target_update_every": 1,
     "algo.segment_length": 0,
+    "algo.chance_codes": 1,
     "eval.every": 0,
     "eval.games": 1,
     "eval.simulations": 0,

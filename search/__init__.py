@@ -27,6 +27,7 @@ _SOURCES = {
     "qtransform_completed_by_mix_value": "qtransforms",
     "qtransform_tree_min_max": "qtransforms",
     "AfterstateOutput": "records",
+    "ChanceModel": "records",
     "RootOutput": "records",
     "SearchOutput": "records",
     "StepOutput": "records",

@@ -60,6 +60,15 @@ class AfterstateOutput(NamedTuple):
     chance_logits: Any
 
 
+class ChanceModel(NamedTuple):
+    """A model with chance nodes, as `search.run` takes it in place of a ``recurrent_fn``: the
+    two functions of `search.stochastic_muzero_policy` and the number of chance codes C."""
+
+    decision_fn: Any
+    chance_fn: Any
+    num_chance_outcomes: int
+
+
 class StochasticEmbeddings(NamedTuple):
     """The node-indexed embeddings of a Stochastic MuZero search (mctx's
     ``StochasticRecurrentState``).

@@ -3,7 +3,8 @@
 ``SearchSettings`` is the ``search`` config group (Hydra reads this dataclass as its schema) and
 what every caller hands to `run`: self-play, evaluation, reanalyze and the LLM bridge's
 decoding. `run` chooses PUCT (`muzero_policy`) or Gumbel (`gumbel_muzero_policy`) by
-``settings.policy``, so no caller repeats that choice or its argument lists.
+``settings.policy``, and their Stochastic MuZero forms when the model is a `ChanceModel`, so no
+caller repeats that choice or its argument lists.
 """
 
 from __future__ import annotations
@@ -61,29 +62,41 @@ def run(
     temperature: float = 1.0,
     value_prefix_horizon: int | None = None,
 ) -> SearchOutput:
-    """The configured search from ``root``; ``keys`` are per-root keys (or one seed) and
-    ``temperature`` shapes PUCT's sampled action (Gumbel plays sequential halving's choice)."""
-    from search.policies import gumbel_muzero_policy, muzero_policy  # numba: on first search
+    """The configured search from ``root`` in ``recurrent_fn`` (or a `ChanceModel`); ``keys``
+    are per-root keys (or one seed) and ``temperature`` shapes PUCT's sampled action (Gumbel
+    plays sequential halving's choice)."""
+    from search import policies, stochastic_policies  # numba: on first search
     from search.qtransforms import qtransform_tree_min_max
+    from search.records import ChanceModel
 
     common = dict(
         num_simulations=settings.num_simulations,
         legal_mask=legal_mask,
         seed=keys,
         deterministic=deterministic,
-        value_prefix_horizon=value_prefix_horizon,
     )
+    if isinstance(recurrent_fn, ChanceModel):  # Stochastic MuZero: decision and chance nodes
+        if value_prefix_horizon:
+            raise ValueError("a ChanceModel's search takes per-step rewards, not a value prefix")
+        gumbel_policy = stochastic_policies.stochastic_gumbel_muzero_policy
+        puct_policy = stochastic_policies.stochastic_muzero_policy
+        model_fns = (recurrent_fn.decision_fn, recurrent_fn.chance_fn)
+        common["num_chance_outcomes"] = recurrent_fn.num_chance_outcomes
+    else:
+        gumbel_policy, puct_policy = policies.gumbel_muzero_policy, policies.muzero_policy
+        model_fns = (recurrent_fn,)
+        common["value_prefix_horizon"] = value_prefix_horizon
     if settings.policy == "gumbel":
-        return gumbel_muzero_policy(
+        return gumbel_policy(
             root,
-            recurrent_fn,
+            *model_fns,
             max_num_considered_actions=settings.max_num_considered_actions,
             gumbel_scale=settings.gumbel_scale,
             **common,
         )
-    return muzero_policy(
+    return puct_policy(
         root,
-        recurrent_fn,
+        *model_fns,
         dirichlet_alpha=settings.dirichlet_alpha,
         dirichlet_fraction=settings.dirichlet_fraction,
         dirichlet_legal_only=settings.dirichlet_legal_only,

@@ -29,7 +29,7 @@ def run_episodes(
     ts = env.reset(seeds=[seed + i for i in range(env.batch_size)])
     started = slots
     while (episode_of >= 0).any():
-        ts = env.step(act(ts))
+        ts = env.step(act(_any_move_where_finished(ts)))
         live = episode_of >= 0
         np.add.at(returns, episode_of[live], ts.reward[live])
         done = np.flatnonzero(ts.done & live)
@@ -43,3 +43,12 @@ def run_episodes(
                 )
                 started += len(restart)
     return returns
+
+
+def _any_move_where_finished(ts: TimeStep) -> TimeStep:
+    """Finished slots (no legal move in a board or chance game) take any action, which the
+    environment ignores; the search refuses a root without a legal move."""
+    stuck = ~ts.legal.any(1)
+    if not stuck.any():
+        return ts
+    return ts._replace(legal=np.where(stuck[:, None], True, ts.legal))

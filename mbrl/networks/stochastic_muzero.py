@@ -2,7 +2,7 @@
 dynamics split at an *afterstate* so that chance has a place to happen.
 
     state s --action a--> afterstate as = phi(s, a)        deterministic
-    afterstate as --chance code c--> next state s' = g(as, c), reward r
+    afterstate as --chance code c--> next state s' = g(as, c), reward r, turn change t
     prediction f(s) = (policy, value);  afterstate prediction psi(as) = (Q, sigma over codes)
 
 The chance codes are learned, so no simulator's dice are needed: an encoder ``e`` reads the
@@ -60,6 +60,8 @@ class StochasticMuZeroNet(nn.Module):
     """``represent``, ``afterstate``, ``predict_afterstate``, ``dynamics``, ``predict`` and
     ``encode_chance``, each on a batch. ``num_codes`` is the codebook's size ``C``."""
 
+    value_prefix = False  # per-step rewards (EfficientZero's value prefix is MuZeroNet's)
+
     def __init__(
         self, obs_shape: tuple[int, ...], num_actions: int, num_codes: int, settings: ModelConfig
     ):
@@ -90,6 +92,9 @@ class StochasticMuZeroNet(nn.Module):
         # The encoder reads the observation the chance event produced (with the one before it,
         # so that a code can say what changed rather than what is).
         self.chance_encoder = _mlp([2 * obs_dim, *hidden, self.num_codes])
+        # Whether the player to move changed (a logit): in Pig it depends on the die (a 1 passes
+        # the turn), so a two-player model cannot assume turns alternate as MuZero's does.
+        self.turn_head = _mlp([width, s.head_hidden, 1])
 
     def represent(self, obs: torch.Tensor) -> torch.Tensor:
         """``obs [B, *obs_shape]`` -> state latent ``[B, L]``."""
@@ -107,13 +112,15 @@ class StochasticMuZeroNet(nn.Module):
 
     def dynamics(
         self, afterstate: torch.Tensor, code: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(afterstate [B, L], code [B, C] one-hot or [B] index) -> (next state latent,
-        reward logits [B, 2S'+1])``. A one-hot code keeps the straight-through gradient."""
+        reward logits [B, 2S'+1], turn-change logit [B])``. A one-hot code keeps the
+        straight-through gradient."""
         if code.dim() == 1:
             code = F.one_hot(code.long(), self.num_codes).to(afterstate.dtype)
         hidden = self.dynamics_net(torch.cat([afterstate, code.to(afterstate.dtype)], 1))
-        return normalise_latent(self.dynamics_out(hidden)), self.reward_head(hidden)
+        latent = normalise_latent(self.dynamics_out(hidden))
+        return latent, self.reward_head(hidden), self.turn_head(hidden).squeeze(-1)
 
     def predict(self, latent: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``state latent -> (policy logits [B, A], value logits [B, 2S+1])``."""

@@ -77,6 +77,7 @@ class Unroll(NamedTuple):
     bootstrap_index: np.ndarray  # [S, K+1] absolute position bootstrapped from, -1 if none
     bootstrap_discount: np.ndarray  # [S, K+1] D_n multiplying that bootstrap value
     bootstrap_value: np.ndarray  # [S, K+1] the stored value used (0 where none)
+    turn_change: np.ndarray  # [S, K+1] float32, 1 where the move into step k passed the turn
 
 
 def available_memory_bytes() -> int | None:
@@ -267,6 +268,9 @@ class EpisodeReplay:
         actions = np.where(
             inside[:, :-1], self.actions[last[:, :-1] % self.capacity], random_actions
         )
+        passed = self.step_discount[last[:, :-1] % self.capacity] < 0
+        turn_change = np.zeros(value.shape, np.float32)
+        turn_change[:, 1:] = inside[:, :-1] & passed
         future = None
         if future_obs and k_steps:
             future = self.observations(last[:, 1:])
@@ -286,6 +290,7 @@ class EpisodeReplay:
             bootstrap_index=np.where(inside, boot_index, -1),
             bootstrap_discount=np.where(inside, boot_discount, 0.0).astype(np.float32),
             bootstrap_value=np.where(inside, boot_value, 0.0).astype(np.float32),
+            turn_change=turn_change,
         )
 
     def td_horizon(self, positions: np.ndarray) -> np.ndarray:

@@ -208,6 +208,7 @@ class SelfPlayDataModule(L.LightningDataModule):
             "policy_mask": unroll.policy_mask,
             "value_mask": unroll.value_mask,
             "reward_mask": unroll.reward_mask,
+            "turn_change": unroll.turn_change,
             "weights": unroll.weights,
             "indices": unroll.indices,
         }
@@ -216,7 +217,8 @@ class SelfPlayDataModule(L.LightningDataModule):
         return batch
 
     def _sample_unroll(self):
-        future_obs = self.algo.consistency_weight > 0
+        # EfficientZero's consistency and Stochastic MuZero's chance encoder read o_t+1..o_t+K
+        future_obs = self.algo.consistency_weight > 0 or self.algo.name == "stochastic_muzero"
         return self.replay.sample(self.loop.batch_size, self.rng, future_obs=future_obs)
 
     def update_priorities(self, indices: torch.Tensor, errors: torch.Tensor) -> None:

@@ -171,7 +171,7 @@ def test_apply_resolves_chance_and_reports_the_codes():
 
 def test_observations_carry_who_is_to_move_in_two_player_games():
     game = ChanceGame("pig", {"winscore": 10})
-    assert game.obs_shape == (3 * 11 + 1,) and ChanceGame("2048").obs_shape == (4, 4)
+    assert game.obs_shape == (3 * 11 + 1,) and ChanceGame("2048").obs_shape == (12, 4, 4)
     state = game.new_state()
     assert game.observation(state)[-1] == 0
     state = game.apply_decision(state, 1).state  # stop at once: player 1 to move
@@ -289,3 +289,13 @@ def test_2048_spawns_a_four_one_time_in_ten():
     fours = np.mean(np.array(codes) % 2)  # code = 2 * cell + (tile == 4)
     assert len(codes) > 1000
     assert abs(fours - 0.1) < 4 * np.sqrt(0.1 * 0.9 / len(codes))  # 4 binomial deviations
+
+
+def test_2048_shows_each_cell_as_a_one_hot_of_its_tile_exponent():
+    game = ChanceGame("2048", {"max_tile": 64})
+    state, _ = game.resolve_chance(game.new_state(), np.random.default_rng(0))
+    obs = game.observation(state)
+    assert obs.shape == game.obs_shape == (7, 4, 4)  # empty, 2, 4, ..., 64
+    assert (obs.sum(0) == 1).all()
+    tiles = np.asarray(state.observation_tensor(0)).reshape(4, 4)
+    np.testing.assert_array_equal(np.where(tiles > 0, 2.0 ** obs.argmax(0), 0.0), tiles)

@@ -1,0 +1,248 @@
+"""Stochastic MuZero on the one core: the unroll loss, the latent model as a `search.ChanceModel`,
+and `algo=stochastic_muzero` end to end on Piglet (two players, turns that pass by chance) and
+2048 (one player)."""
+
+import numpy as np
+import pytest
+import torch
+
+import search
+from mbrl.checkpoint import load_checkpoint
+from mbrl.config import AlgoConfig, ModelConfig
+from mbrl.networks.stochastic_muzero import StochasticMuZeroNet
+from mbrl.objectives import StochasticMuZeroObjective
+from mbrl.selfplay.stochastic_latent_model import StochasticLatentModel
+from mbrl.train import train
+from tests.mbrl.test_train import scalars
+
+TINY = ModelConfig(
+    channels=16, blocks=1, latent_dim=16, head_hidden=16, support_size=5, reward_support_size=5
+)
+
+
+def unroll_batch(k=3, batch=32, actions=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return {
+        "obs": torch.rand(batch, 4, generator=g),
+        "future_obs": torch.rand(batch, k, 4, generator=g),
+        "actions": torch.randint(0, actions, (batch, k), generator=g),
+        "policy": torch.softmax(torch.randn(batch, k + 1, actions, generator=g), -1),
+        "reward": torch.randn(batch, k + 1, generator=g),
+        "value": 3 * torch.randn(batch, k + 1, generator=g),
+        "policy_mask": torch.ones(batch, k + 1),
+        "value_mask": torch.ones(batch, k + 1),
+        "reward_mask": torch.ones(batch, k + 1),
+        "turn_change": torch.randint(0, 2, (batch, k + 1), generator=g).float(),
+        "weights": torch.ones(batch),
+    }
+
+
+def test_the_unroll_loss_falls_when_fitting_a_batch():
+    torch.manual_seed(0)
+    net = StochasticMuZeroNet((4,), 2, num_codes=8, settings=TINY)
+    objective = StochasticMuZeroObjective(AlgoConfig(unroll_steps=3), two_player=True)
+    batch = unroll_batch()
+    optimizer = torch.optim.Adam(net.parameters(), 3e-3)
+    losses = []
+    for _ in range(80):
+        output = objective(net, batch)
+        optimizer.zero_grad()
+        output.loss.backward()
+        optimizer.step()
+        losses.append(output.loss.item())
+    assert losses[-1] < 0.7 * losses[0], losses
+    assert output.per_sample.shape == (32,)
+    assert set(output.metrics) >= {
+        "policy_loss", "value_loss", "reward_loss", "q_loss", "chance_loss",
+        "commitment_loss", "turn_loss", "value_abs_error",
+    }  # fmt: skip
+
+
+HEADS = {
+    "policy_weight": "policy_head",
+    "value_weight": "q_head",  # Q is a value: it shares value_weight
+    "reward_weight": "turn_head",  # the turn's logit is part of the transition's loss
+    "chance_weight": "chance_head",
+    "commitment_weight": "chance_encoder",
+}
+
+
+@pytest.mark.parametrize("weight", sorted(HEADS))
+def test_every_term_reaches_its_head(weight):
+    torch.manual_seed(0)
+    net = StochasticMuZeroNet((4,), 2, num_codes=8, settings=TINY)
+    weights = dict.fromkeys(HEADS, 0.0) | {weight: 1.0}
+    objective = StochasticMuZeroObjective(AlgoConfig(unroll_steps=2, **weights), two_player=True)
+    objective(net, unroll_batch(k=2)).loss.backward()
+    head = getattr(net, HEADS[weight])
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in head.parameters())
+
+
+def test_the_dynamics_loss_trains_the_encoder_through_the_straight_through_code():
+    torch.manual_seed(0)
+    net = StochasticMuZeroNet((4,), 2, num_codes=8, settings=TINY)
+    weights = dict.fromkeys(HEADS, 0.0) | {"value_weight": 1.0}
+    StochasticMuZeroObjective(AlgoConfig(unroll_steps=2, **weights))(
+        net, unroll_batch(k=2)
+    ).loss.backward()
+    assert net.chance_encoder[0].weight.grad.abs().sum() > 0
+
+
+def test_one_player_games_leave_the_turn_head_alone():
+    net = StochasticMuZeroNet((4,), 2, num_codes=8, settings=TINY)
+    StochasticMuZeroObjective(AlgoConfig(unroll_steps=2))(net, unroll_batch(k=2)).loss.backward()
+    assert all(p.grad is None or p.grad.abs().sum() == 0 for p in net.turn_head.parameters())
+
+
+@pytest.mark.parametrize("policy", ["puct", "gumbel"])
+def test_the_latent_model_drives_the_stochastic_searches_with_learned_turns(policy):
+    torch.manual_seed(0)
+    net = StochasticMuZeroNet((4,), 3, num_codes=5, settings=TINY).eval()
+    with torch.no_grad():  # the turn passes after every chance edge
+        net.turn_head[-1].bias.fill_(50.0)
+    model = StochasticLatentModel(net, discount=0.9, two_player=True)
+    obs = np.random.default_rng(0).random((6, 4), dtype=np.float32)
+    calls = []
+
+    def record(name, fn):
+        def wrapped(embedding, index):
+            calls.append((name, len(index)))
+            return fn(embedding, index)
+
+        return wrapped
+
+    chance_model = model.recurrent_fn
+    assert chance_model.num_chance_outcomes == 5
+    traced = search.ChanceModel(
+        record("decision", chance_model.decision_fn), record("chance", chance_model.chance_fn), 5
+    )
+    settings = search.SearchSettings(policy=policy, num_simulations=12)
+    output = search.run(model.search_root(None, obs), traced, settings, keys=1)
+    assert output.visit_counts.sum(1).tolist() == [12] * 6
+    # each simulation expands one node per root: by one call for the roots whose new node is an
+    # afterstate and one for those whose new node is a state
+    assert sum(rows for _, rows in calls) == 12 * 6 and len(calls) <= 2 * 12
+    assert {name for name, _ in calls} == {"decision", "chance"}
+    assert output.tree.node_visits.shape == (6, 13)
+    discounts = output.tree.children_discounts[output.tree.children_index >= 0]
+    decision_edge, chance_edge = np.isclose(discounts, 1.0), np.isclose(discounts, -0.9)
+    assert (decision_edge | chance_edge).all() and chance_edge.any()  # the turn head's -gamma
+
+
+def test_a_chance_model_refuses_a_value_prefix():
+    net = StochasticMuZeroNet((4,), 2, num_codes=4, settings=TINY).eval()
+    model = StochasticLatentModel(net, discount=1.0, two_player=False)
+    obs = np.zeros((1, 4), np.float32)
+    with pytest.raises(ValueError, match="value prefix"):
+        search.run(
+            model.root(obs), model.recurrent_fn, search.SearchSettings(), value_prefix_horizon=5
+        )
+
+
+def test_stochastic_muzero_trains_on_piglet_checkpoints_resumes_and_is_scored(
+    tiny_config, tmp_path
+):
+    overrides = [
+        f"run_dir={tmp_path}",
+        "game=piglet",
+        "algo=stochastic_muzero",
+        "algo.chance_codes=4",
+        "trainer.log_every=4",
+        "optim.lr=0.01",
+        "eval.games=2",
+        "eval.every=40",
+    ]
+    summary = train(tiny_config(*overrides, "trainer.max_steps=80", "trainer.checkpoint_every=40"))
+    assert summary["steps"] == 80
+    losses = scalars(tmp_path, "train/loss")
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3, losses
+    assert scalars(tmp_path, "train/chance_loss") and scalars(tmp_path, "train/turn_loss")
+    shares = scalars(tmp_path, "eval/optimal_share")
+    assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares)
+    assert scalars(tmp_path, "eval/always_roll_share")[-1] == pytest.approx(392 / 1100)
+    checkpoint = load_checkpoint(tmp_path)
+    assert checkpoint["mbrl"]["algo"] == "stochastic_muzero"
+    assert checkpoint["mbrl"]["game"]["kind"] == "chance"
+    resumed = train(tiny_config(*overrides, "trainer.max_steps=90", "trainer.checkpoint_every=40"))
+    assert resumed["resumed_from"] and resumed["steps"] == 90
+
+
+@pytest.mark.parametrize("algo", ["stochastic_muzero", "muzero", "chance_alphazero"])
+def test_each_agent_trains_on_2048(tiny_config, tmp_path, algo):
+    # One player; MuZero's deterministic model and the true-chance AlphaZero are the baselines.
+    summary = train(
+        tiny_config(
+            f"run_dir={tmp_path}",
+            "game=game_2048",
+            f"algo={algo}",
+            "trainer.max_steps=30",
+            "trainer.log_every=5",
+            "eval.games=2",
+        )
+    )
+    assert summary["steps"] == 30
+    assert scalars(tmp_path, "eval/return_mean")[-1] > 0
+
+
+# -- the true-chance reference ----------------------------------------------------------------
+
+
+def piglet_model(discount=1.0):
+    from games.chance import ChanceGame
+    from mbrl.networks.muzero import MuZeroNet
+    from mbrl.selfplay.chance_game_model import ChanceGameModel
+
+    torch.manual_seed(0)
+    game = ChanceGame("pig", {"winscore": 10, "diceoutcomes": 2, "piglet": True})
+    net = MuZeroNet(game.obs_shape, game.num_actions, TINY).eval()
+    return game, ChanceGameModel(game, net, discount=discount)
+
+
+def test_the_true_chance_model_values_an_afterstate_by_its_exact_expectation():
+    game, model = piglet_model()
+    state = game.new_state()  # scores 0 0, player 0 to move
+    output, (node,) = model.decision_fn([state], np.array([0]))  # roll the coin
+    probabilities = np.exp(output.chance_logits[0])
+    np.testing.assert_allclose(probabilities, [0.5, 0.5], rtol=1e-6)
+    tails, heads = game.apply_chance(node.state, 0), game.apply_chance(node.state, 1)
+    _, values = model.evaluate(np.stack([game.observation(tails), game.observation(heads)]))
+    # tails passes the turn (the opponent's value, negated); heads keeps it
+    np.testing.assert_allclose(output.value[0], 0.5 * -values[0] + 0.5 * values[1], rtol=1e-5)
+    calls = model.network_calls
+    step, (child,) = model.chance_fn([node], np.array([0]))
+    assert model.network_calls == calls  # the outcome was evaluated with the afterstate
+    assert step.discount[0] == -1.0 and str(child) == str(tails)
+    np.testing.assert_allclose(step.value[0], values[0], rtol=1e-6)
+
+
+def test_a_winning_stop_is_worth_its_reward_and_ends_the_game():
+    game, model = piglet_model()
+    state = game.new_state()
+    for _ in range(9):  # nine heads in a row: turn total 9
+        state = game.apply_chance(game.apply_decision(state, 0).state, 1)
+    output, nodes = model.decision_fn([state], np.array([0]))  # roll again: 0.5 of 10
+    state = game.apply_chance(nodes[0].state, 1)  # heads: 10, stopping wins
+    assert game.legal_mask(state).tolist() == [False, True]
+    output, nodes = model.decision_fn([state], np.array([1]))
+    assert output.value[0] == pytest.approx(1.0)  # certain: one code
+    assert (output.chance_logits[0] > -1e8).sum() == 1
+    step, _ = model.chance_fn(nodes, np.array([0]))
+    assert step.reward[0] == 1.0 and step.discount[0] == 0.0
+
+
+@pytest.mark.parametrize("policy", ["puct", "gumbel"])
+def test_the_true_chance_model_drives_both_stochastic_searches(policy):
+    game, model = piglet_model()
+    rng = np.random.default_rng(0)
+    states = [game.new_state()]
+    for _ in range(5):
+        states.append(game.apply(states[-1], int(rng.integers(0, 2)), rng).state)
+    states = [s for s in states if not s.is_terminal()]
+    obs = np.stack([game.observation(s) for s in states])
+    legal = np.stack([game.legal_mask(s) for s in states])
+    settings = search.SearchSettings(policy=policy, num_simulations=24)
+    output = search.run(
+        model.search_root(states, obs), model.recurrent_fn, settings, legal_mask=legal, keys=0
+    )
+    assert output.visit_counts.sum(1).tolist() == [24] * len(states)
+    assert legal[np.arange(len(states)), output.action].all()
