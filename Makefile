@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: stockfish setup demo search-demo test test-slow test-all lint format bench bench-quick bench-mctx bench-learning bench-cartpole bench-atari bench-llm clean
+.PHONY: stockfish setup demo search-demo test test-slow test-all lint format bench bench-quick bench-mctx bench-lightzero bench-learning bench-cartpole bench-atari bench-llm clean
 
 setup: $(STAMP)
 
@@ -59,6 +59,10 @@ bench-quick: setup
 bench-mctx: setup  ## our search against mctx in the same process (installs jax + mctx, a few hundred MB)
 	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev,llm,peers]"
 	$(BIN)/python -m benchmarks.search_vs_mctx
+
+bench-lightzero: setup  ## our search against LightZero's C++ tree, one core each (its tree only: --no-deps)
+	$(BIN)/python -m pip install --quiet --no-deps lightzero==0.2.0
+	$(BIN)/python -m benchmarks.search_vs_lightzero
 
 bench-learning: setup  ## tic-tac-toe time to perfect play (3 seeds), then selfplay throughput
 	$(BIN)/python -m benchmarks.tictactoe

@@ -443,11 +443,15 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
         return record
 
     def report(self, trainer, record: dict, weights: dict) -> None:
+        request_keys = ("step", "env_steps", "train_seconds", "episodes")
         if trainer.logger is not None:
-            request_keys = ("step", "env_steps", "train_seconds", "episodes")
             metrics = {f"eval/{k}": v for k, v in record.items() if k not in request_keys}
             trainer.logger.log_metrics(metrics, step=record["step"])
-        extras = "".join(f", {k} {record[k]:.3f}" for k in record if k.endswith("_share"))
+        extras = "".join(
+            f", {k} {v:.3f}"
+            for k, v in record.items()
+            if k not in request_keys and not k.startswith(("return_", "human_"))
+        )
         Console(stderr=True).print(
             f"evaluation at step {record['step']} ({record['env_steps']} env steps): return "
             f"mean {record['return_mean']:.1f}, median {record['return_median']:.1f}, "

@@ -105,3 +105,22 @@ def test_the_reinforce_baselines_benchmark_measures_each_baselines_variance(tmp_
     # gradient at all, while the value baseline's advantage (0 - value) still pushes.
     variances = {row.split()[0]: float(row.split()[2]) for row in rows}
     assert variances["none"] == 0 and variances["group_mean"] == 0 and variances["value"] > 0
+
+
+def test_the_chance_agents_benchmark_scores_piglet_and_reads_back_the_learned_coin(
+    tmp_path, capsys
+):
+    from benchmarks import chance_agents
+
+    out = tmp_path / "piglet.jsonl"
+    chance_agents.main(
+        ["--game", "piglet", "--run-root", str(tmp_path), "--out", str(out), "debug=tiny",
+         "algo.chance_codes=4"]
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    rows = printed.split("optimal_share win_vs_optimal")[1].splitlines()[1:3]
+    assert [row.split()[0] for row in rows] == ["stochastic_muzero", "chance_alphazero"]
+    assert "sigma implies P(heads)" in printed
+    assert (tmp_path / "piglet.png").exists()
+    records = [line for line in out.read_text().splitlines() if line]
+    assert len(records) == 2 and '"outcomes_told_apart"' in records[0]

@@ -18,6 +18,7 @@ from games.chance import ChanceGame
 from games.pig_optimal import (
     ROLL,
     STOP,
+    match_win_probability,
     optimal_share,
     reachable_decision_states,
     solve_pig,
@@ -55,10 +56,26 @@ class PigOptimality:
         ]
         return float(np.mean(right))
 
+    def win_probability_against_optimal(self, actions: np.ndarray) -> float:
+        """The exact probability that ``actions`` (one per state of ``self.states``) beat the
+        optimal player, the two seats averaged (0.5: as good as optimal). Where both players'
+        states share a (scores, turn total) the first player's move is taken; positions the
+        agent was not asked about play optimally."""
+        rolls = self.solution.rolls().copy()
+        for state, action in sorted(
+            zip(self.states, actions, strict=True), key=lambda pair: -pair[0].current_player()
+        ):
+            rolls[state_key(state)] = int(action) == ROLL
+        if not rolls[:, :, 0].all():  # stopping with nothing could stall the game for ever
+            rolls[:, :, 0] = True
+        odds = match_win_probability(self.solution.rules, rolls, self.solution.rolls())
+        return (odds.moving_first + odds.moving_second) / 2
+
     def measure(self, agent) -> dict[str, float]:
         actions = agent.act(SimpleNamespace(obs=self.obs, legal=self.legal), self.states)
         return {
             "optimal_share": self.shares(actions),
+            "win_vs_optimal": self.win_probability_against_optimal(actions),
             "always_roll_share": self.always_roll_share,
             "always_stop_share": self.always_stop_share,
         }
