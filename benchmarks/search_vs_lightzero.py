@@ -57,7 +57,6 @@ import argparse
 import importlib.machinery
 import importlib.metadata
 import importlib.util
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
@@ -68,10 +67,9 @@ import numpy as np
 import search
 from benchmarks.models import TableModel
 from benchmarks.search_vs_mctx import (  # the peer table and the timing blocks
-    BLOCK_SECONDS,
     NUM_ACTIONS,
-    WARM_PER_BLOCK,
     parse_points,
+    time_interleaved,
 )
 
 # LightZero's MuZeroMCTSCtree defaults, which are also ours.
@@ -278,28 +276,7 @@ def time_point(tree, model, tabular, states, num_simulations, budget_s):
         "ours": lambda seed: our_search(model, tabular, states, num_simulations, seed),
         "ours_fn": lambda seed: our_search(model, model, states, num_simulations, seed),
     }
-    times = {name: [] for name in runners}
-    blocks, warm = {}, {}
-    for name, run in runners.items():  # warm-up: compiles our entry points
-        run(0)
-        start = time.perf_counter()
-        run(0)
-        seconds = time.perf_counter() - start
-        blocks[name] = int(np.clip(BLOCK_SECONDS / seconds, 1, 50))
-        # A search longer than a block warms the caches by itself.
-        warm[name] = WARM_PER_BLOCK if seconds < BLOCK_SECONDS else 0
-    deadline = time.perf_counter() + budget_s
-    rounds = 0
-    while rounds < 3 or (time.perf_counter() < deadline and rounds < 100):
-        for name, run in runners.items():
-            for _ in range(warm[name]):
-                run(0)
-            for _ in range(blocks[name]):
-                start = time.perf_counter()
-                run(len(times[name]) + 1)
-                times[name].append(time.perf_counter() - start)
-        rounds += 1
-    return {name: float(np.median(t)) for name, t in times.items()}, rounds
+    return time_interleaved(runners, budget_s)
 
 
 def print_row(batch_size, num_simulations, comparison: TreeComparison, medians, rounds) -> None:

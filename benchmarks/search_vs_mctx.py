@@ -159,10 +159,25 @@ def time_point(policy, mctx_search, tabular, states, num_simulations, budget_s):
         "ours": (ours, default_threads),
         "ours_1t": (ours, 1),
     }
-    times = {name: [] for name in runners}
+    runs = {name: run for name, (run, _) in runners.items()}
+    try:
+        return time_interleaved(
+            runs, budget_s, lambda name: numba.set_num_threads(runners[name][1])
+        )
+    finally:
+        numba.set_num_threads(default_threads)
+
+
+def time_interleaved(runs: dict, budget_s: float, before=None) -> tuple[dict[str, float], int]:
+    """``({name: median seconds per call}, rounds)`` of ``runs`` (``name -> run(seed)``) taking
+    turns in blocks of about ``BLOCK_SECONDS``, each block starting with untimed calls, for at
+    least 3 rounds and then until ``budget_s`` (at most 100 rounds); ``before(name)`` runs
+    before each of a search's blocks (e.g. to set its threads) and is not timed."""
+    before = before or (lambda name: None)
+    times = {name: [] for name in runs}
     blocks, warm = {}, {}
-    for name, (run, threads) in runners.items():  # warm-up: compiles jit and entry points
-        numba.set_num_threads(threads)
+    for name, run in runs.items():  # warm-up: compiles jit and entry points
+        before(name)
         run(0)
         start = time.perf_counter()
         run(0)
@@ -173,8 +188,8 @@ def time_point(policy, mctx_search, tabular, states, num_simulations, budget_s):
     deadline = time.perf_counter() + budget_s
     rounds = 0
     while rounds < 3 or (time.perf_counter() < deadline and rounds < 100):
-        for name, (run, threads) in runners.items():
-            numba.set_num_threads(threads)
+        for name, run in runs.items():
+            before(name)
             for _ in range(warm[name]):
                 run(0)
             for _ in range(blocks[name]):
@@ -182,7 +197,6 @@ def time_point(policy, mctx_search, tabular, states, num_simulations, budget_s):
                 run(len(times[name]) + 1)
                 times[name].append(time.perf_counter() - start)
         rounds += 1
-    numba.set_num_threads(default_threads)
     return {name: float(np.median(t)) for name, t in times.items()}, rounds
 
 
