@@ -16,7 +16,7 @@ from rich.table import Table
 from games import BoardGame
 from games.opponents import make_opponent
 from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
-from mbrl.evaluation.episodes import run_episodes
+from mbrl.evaluation.episodes import acting_in, run_episodes
 from mbrl.evaluation.exhaustive import SEAT_LABELS, SeatResult, play_exhaustively
 from mbrl.graceful_stop import EvaluationAborted, GracefulStop
 from search import SearchSettings
@@ -423,11 +423,7 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
     def measure(self, network, request: dict) -> dict:
         agent = self.make_agent(network, self.simulations, "agent")
         env = self.make_env()
-
-        def act(timestep):  # the games' states too, for a model that searches the true game
-            return agent.act(timestep, getattr(env, "states", None))
-
-        returns = run_episodes(env, act, self.episodes, seed=self.seed + 10**6)
+        returns = run_episodes(env, acting_in(env, agent), self.episodes, seed=self.seed + 10**6)
         record = {
             **request,
             "return_mean": float(np.mean(returns)),

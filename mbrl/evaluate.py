@@ -13,7 +13,7 @@ from rich.table import Table
 
 from games.opponents import OPPONENT_SPECS, make_opponent
 from mbrl.evaluation import play_match
-from mbrl.evaluation.episodes import run_episodes
+from mbrl.evaluation.episodes import acting_in, run_episodes
 from mbrl.evaluation.exhaustive import SEAT_LABELS, play_exhaustively
 from mbrl.loading import load_agent
 from mbrl.threads import configure_threads
@@ -60,6 +60,10 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
     loaded = load_agent(cfg.checkpoint)
     simulations = loaded.simulations(cfg.simulations)
     agent = loaded.agent(simulations)
+    if loaded.kind == "chance" and loaded.two_player:
+        return _write_report(
+            cfg, loaded, evaluate_two_player_chance(cfg, loaded, agent, simulations)
+        )
     if loaded.game is None:
         return _write_report(cfg, loaded, evaluate_episodes(cfg, loaded, agent, simulations))
     if not cfg.opponents and not cfg.exhaustive:
@@ -126,7 +130,7 @@ def evaluate_episodes(cfg: EvalCommandConfig, loaded, agent, simulations: int) -
     human-normalized score and an optional video."""
     spec = loaded.metadata["game"]
     env = loaded.environment(min(cfg.parallel, cfg.games), seed=cfg.seed).env
-    returns = run_episodes(env, agent.act, cfg.games, seed=cfg.seed)
+    returns = run_episodes(env, acting_in(env, agent), cfg.games, seed=cfg.seed)
     report = {
         "checkpoint": str(cfg.checkpoint),
         "game": spec,
@@ -150,6 +154,32 @@ def evaluate_episodes(cfg: EvalCommandConfig, loaded, agent, simulations: int) -
     if spec.get("kind") == "atari":
         _atari_extras(cfg, loaded, agent, spec["name"], returns, report)
     return report
+
+
+def evaluate_two_player_chance(cfg: EvalCommandConfig, loaded, agent, simulations: int) -> dict:
+    """Pig: every reachable roll-or-stop choice scored against the exact solution (the share
+    that is optimal, and the exact odds against the optimal player). Other two-player games
+    with chance have no opponent here yet."""
+    saved = loaded.metadata["config"]["game"]
+    if saved["name"] != "pig":
+        raise ValueError(
+            f"mbrl-eval has no opponent for the two-player game with chance {saved['name']!r} "
+            "yet; Pig checkpoints are scored against Pig's exact solution"
+        )
+    from mbrl.evaluation.pig_optimality import PigOptimality
+
+    scores = PigOptimality(dict(saved["params"]), seed=cfg.seed).measure(agent)
+    table = Table(title=f"{cfg.checkpoint} (pig, {simulations} simulations/move)")
+    for column in ("optimal share", "win vs optimal", "always roll", "always stop"):
+        table.add_column(column, justify="right")
+    table.add_row(*(f"{scores[k]:.3f}" for k in scores))
+    Console().print(table)
+    return {
+        "checkpoint": str(cfg.checkpoint),
+        "game": loaded.metadata["game"],
+        "simulations": simulations,
+        **scores,
+    }
 
 
 def _atari_extras(cfg, loaded, agent, game: str, returns: np.ndarray, report: dict) -> None:

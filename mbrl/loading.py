@@ -1,9 +1,10 @@
 """Rebuild a trained agent (game, network, search settings) from a checkpoint.
 
 AlphaZero checkpoints give a ``SearchAgent`` over the true game; MuZero-family checkpoints one
-that plans in its own learned model. ``game`` is the board game's rule
-book, or ``None`` for single-agent environments (CartPole, Atari), which are played as episodes
-(``environment(...)`` builds one in evaluation mode).
+that plans in its own learned model (Stochastic MuZero: with its chance codes); the true-chance
+AlphaZero one over the chance game's simulator. ``game`` is the board game's rule book, or
+``None`` for single-agent environments (CartPole, Atari) and games with chance, which are played
+as episodes (``environment(...)`` builds one in evaluation mode).
 """
 
 from __future__ import annotations
@@ -38,6 +39,23 @@ class LoadedAgent:
     def latent(self) -> bool:
         return self.metadata.get("algo") in LATENT_ALGORITHMS
 
+    @property
+    def kind(self) -> str:
+        return self.metadata["config"]["game"].get("kind", "openspiel")
+
+    def chance_game(self):
+        """The checkpoint's game with chance (``game.kind=chance``), rebuilt from its config."""
+        from games.chance import ChanceGame
+
+        saved = self.metadata["config"]["game"]
+        return ChanceGame(saved["name"], saved["params"], max_moves=saved["max_moves"])
+
+    @property
+    def two_player(self) -> bool:
+        if self.kind == "chance":
+            return self.chance_game().num_players == 2
+        return self.game is not None
+
     def simulations(self, requested: int, key: str = "simulations") -> int:
         """``requested`` search simulations per move, with -1 meaning the checkpoint's own
         evaluation setting; ``key`` names the setting in the error for other negatives."""
@@ -49,19 +67,35 @@ class LoadedAgent:
         return self.metadata["config"]["search"]["eval_simulations"] if requested < 0 else requested
 
     def agent(self, num_simulations: int | None = None, name: str = "agent"):
-        if self.latent:
-            algo = self.metadata["config"]["algo"]
-            model = LatentModel(
-                self.network,
-                discount=algo["discount"],
-                two_player=self.game is not None,
-                value_prefix_horizon=algo["value_prefix_horizon"],
-            )
-        else:
-            model = GameModel(self.game, self.network)
         return SearchAgent(
-            model, self.settings, game=self.game, num_simulations=num_simulations, name=name
+            self.search_model(),
+            self.settings,
+            game=self.game,
+            num_simulations=num_simulations,
+            name=name,
         )
+
+    def search_model(self):
+        """What the agent searches in, as the run's self-play did (`mbrl.parts.game_parts`)."""
+        algo, discount = self.metadata.get("algo"), self.metadata["config"]["algo"]["discount"]
+        if algo == "chance_alphazero":
+            from mbrl.selfplay.chance_game_model import ChanceGameModel
+
+            return ChanceGameModel(self.chance_game(), self.network, discount=discount)
+        if algo == "stochastic_muzero":
+            from mbrl.selfplay.stochastic_latent_model import StochasticLatentModel
+
+            return StochasticLatentModel(
+                self.network, discount=discount, two_player=self.two_player
+            )
+        if self.latent:
+            return LatentModel(
+                self.network,
+                discount=discount,
+                two_player=self.two_player,
+                value_prefix_horizon=self.metadata["config"]["algo"]["value_prefix_horizon"],
+            )
+        return GameModel(self.game, self.network)
 
     def environment(self, batch_size: int, *, seed: int = 0) -> Environment:
         """The checkpoint's environment in evaluation mode (Atari: raw rewards, no life loss)."""
@@ -105,7 +139,8 @@ def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
     # Only the core's fields: the command line's schema may extend the group (LMModelConfig).
     known = {f.name for f in dataclasses.fields(ModelConfig)}
     model = ModelConfig(**{k: v for k, v in metadata["model"].items() if k in known})
-    if metadata.get("algo") in LATENT_ALGORITHMS:
+    # The true-chance AlphaZero's network is MuZero's (its h and f), like the learned models'.
+    if metadata.get("algo") in (*LATENT_ALGORITHMS, "chance_alphazero"):
         shapes = SimpleNamespace(model=model, algo=AlgoConfig(**config["algo"]))
         network = build_latent_network(tuple(spec["obs_shape"]), spec["num_actions"], shapes)
     else:

@@ -45,6 +45,16 @@ def run_episodes(
     return returns
 
 
+def acting_in(env, agent) -> Callable[[TimeStep], np.ndarray]:
+    """``agent.act`` on ``env``'s timesteps, given the games' states too where the env has them
+    (a model that searches the true game, like the true-chance AlphaZero's, needs them)."""
+
+    def act(timestep: TimeStep) -> np.ndarray:
+        return agent.act(timestep, getattr(env, "states", None))
+
+    return act
+
+
 def _any_move_where_finished(ts: TimeStep) -> TimeStep:
     """Finished slots (no legal move in a board or chance game) take any action, which the
     environment ignores; the search refuses a root without a legal move."""

@@ -50,6 +50,29 @@ def _mlp(sizes: list[int], *, last_activation: bool = False) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def conv_stem(in_channels: int, channels: int, blocks: int) -> nn.Sequential:
+    """A 3x3 convolution to ``channels`` (batch norm, ReLU), then ``blocks`` residual blocks:
+    ``[B, in_channels, H, W] -> [B, channels, H, W]``."""
+    return nn.Sequential(
+        nn.Conv2d(in_channels, channels, 3, padding=1, bias=False),
+        nn.BatchNorm2d(channels),
+        nn.ReLU(),
+        *(ResidualBlock(channels, conv=True) for _ in range(blocks)),
+    )
+
+
+def conv_head(channels: int, cells: int, hidden: int, outputs: int) -> nn.Sequential:
+    """A 1x1 convolution to 16 planes, flattened, then an MLP: ``[B, channels, H, W] -> [B,
+    outputs]`` (``cells = H * W``)."""
+    return nn.Sequential(
+        nn.Conv2d(channels, 16, 1, bias=False),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.Flatten(),
+        _mlp([16 * cells, hidden, outputs]),
+    )
+
+
 class DownsampleResidual(nn.Module):
     """A residual block that halves the resolution and changes the channel count."""
 
@@ -165,12 +188,7 @@ class MuZeroNet(nn.Module):
             with torch.no_grad():
                 height, width = self.representation(torch.zeros(1, *self.obs_shape)).shape[-2:]
         else:
-            self.representation = nn.Sequential(
-                nn.Conv2d(in_channels, c, 3, padding=1, bias=False),
-                nn.BatchNorm2d(c),
-                nn.ReLU(),
-                *(ResidualBlock(c, conv=True) for _ in range(s.blocks)),
-            )
+            self.representation = conv_stem(in_channels, c, s.blocks)
         self.latent_shape = (c, int(height), int(width))
         cells = int(height) * int(width)
         encoding = s.action_encoding
@@ -184,31 +202,14 @@ class MuZeroNet(nn.Module):
                 f"{height}x{width} cells); this game has {self.num_actions}: use scalar"
             )
         self.action_encoding = encoding
-        self.dynamics_net = nn.Sequential(
-            nn.Conv2d(c + 1, c, 3, padding=1, bias=False),
-            nn.BatchNorm2d(c),
-            nn.ReLU(),
-            *(ResidualBlock(c, conv=True) for _ in range(s.blocks)),
-        )
+        self.dynamics_net = conv_stem(c + 1, c, s.blocks)
         self.reward_conv = nn.Sequential(
             nn.Conv2d(c, 16, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(), nn.Flatten()
         )
         self._reward_features_size = 16 * cells
         self.prediction = nn.Sequential(*(ResidualBlock(c, conv=True) for _ in range(s.blocks)))
-        self.policy_head = nn.Sequential(
-            nn.Conv2d(c, 16, 1, bias=False),
-            nn.BatchNorm2d(16),
-            nn.ReLU(),
-            nn.Flatten(),
-            _mlp([16 * cells, s.head_hidden, self.num_actions]),
-        )
-        self.value_head = nn.Sequential(
-            nn.Conv2d(c, 16, 1, bias=False),
-            nn.BatchNorm2d(16),
-            nn.ReLU(),
-            nn.Flatten(),
-            _mlp([16 * cells, s.head_hidden, self.value_atoms]),
-        )
+        self.policy_head = conv_head(c, cells, s.head_hidden, self.num_actions)
+        self.value_head = conv_head(c, cells, s.head_hidden, self.value_atoms)
 
     # -- the three functions ------------------------------------------------------------------
 

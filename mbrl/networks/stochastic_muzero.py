@@ -12,8 +12,10 @@ argmax, a commitment loss keeps the encoder's softmax near the code it picks, an
 the codes' distribution by cross-entropy to the codes the encoder picked. Search samples nothing:
 at a chance node it follows ``sigma`` (`search.stochastic`).
 
-The torso is MuZero's MLP (flat observations, or small boards flattened: Pig, 2048); every latent,
-state or afterstate, is min-max normalised as in MuZero. Scalars are categorical over ``2S + 1``
+The torso is MuZero's MLP for flat observations (Pig) and its residual convolutions for boards
+``[C, H, W]`` (2048; ``model.torso`` overrides): a latent keeps the board's ``H x W`` cells, and
+an action or a chance code enters as one-hot planes. Every latent, state or afterstate, is
+min-max normalised as in MuZero. Scalars are categorical over ``2S + 1``
 atoms (`mbrl.networks.support`), as in `MuZeroNet`.
 """
 
@@ -27,7 +29,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mbrl.config import ModelConfig
-from mbrl.networks.muzero import _mlp, normalise_latent
+from mbrl.networks.alphazero import ResidualBlock
+from mbrl.networks.muzero import _mlp, conv_head, conv_stem, normalise_latent
 
 
 class ChanceCode(NamedTuple):
@@ -75,6 +78,17 @@ class StochasticMuZeroNet(nn.Module):
         self.settings = s = settings
         self.value_atoms = 2 * s.support_size + 1
         self.reward_atoms = 2 * s.reward_support_size + 1
+        board = len(self.obs_shape) == 3
+        if s.torso == "conv" and not board:
+            raise ValueError(f"model.torso=conv needs [C, H, W] observations, got {self.obs_shape}")
+        self.torso = "conv" if board and s.torso != "mlp" else "mlp"
+        if self.torso == "conv":
+            self._build_conv()
+        else:
+            self._build_mlp()
+
+    def _build_mlp(self) -> None:
+        s = self.settings
         obs_dim, width, latent = math.prod(self.obs_shape), s.channels, s.latent_dim
         hidden = [width, *[width] * s.blocks]
         self.latent_shape = (latent,)
@@ -96,14 +110,48 @@ class StochasticMuZeroNet(nn.Module):
         # the turn), so a two-player model cannot assume turns alternate as MuZero's does.
         self.turn_head = _mlp([width, s.head_hidden, 1])
 
+    def _build_conv(self) -> None:
+        """The same functions over ``[channels, H, W]`` latents."""
+        s, c = self.settings, self.settings.channels
+        in_channels, height, width = self.obs_shape
+        cells = height * width
+        self.latent_shape = (c, height, width)
+        self.representation = conv_stem(in_channels, c, s.blocks)
+        self.afterstate_net = conv_stem(c + self.num_actions, c, s.blocks)
+        self.dynamics_net = conv_stem(c + self.num_codes, c, s.blocks)
+        self.reward_head = conv_head(c, cells, s.head_hidden, self.reward_atoms)
+        self.turn_head = conv_head(c, cells, s.head_hidden, 1)
+        self.prediction = nn.Sequential(*(ResidualBlock(c, conv=True) for _ in range(s.blocks)))
+        self.policy_head = conv_head(c, cells, s.head_hidden, self.num_actions)
+        self.value_head = conv_head(c, cells, s.head_hidden, self.value_atoms)
+        self.afterstate_prediction = nn.Sequential(
+            *(ResidualBlock(c, conv=True) for _ in range(s.blocks))
+        )
+        self.chance_head = conv_head(c, cells, s.head_hidden, self.num_codes)
+        self.q_head = conv_head(c, cells, s.head_hidden, self.value_atoms)
+        self.chance_encoder = nn.Sequential(
+            conv_stem(2 * in_channels, c, s.blocks),
+            conv_head(c, cells, s.head_hidden, self.num_codes),
+        )
+
+    def _with_planes(self, latent: torch.Tensor, one_hot: torch.Tensor) -> torch.Tensor:
+        """``latent`` with ``one_hot [B, K]`` appended: as K features, or K constant planes."""
+        one_hot = one_hot.to(latent.dtype)
+        if self.torso == "conv":
+            one_hot = one_hot[:, :, None, None].expand(-1, -1, *latent.shape[-2:])
+        return torch.cat([latent, one_hot], 1)
+
     def represent(self, obs: torch.Tensor) -> torch.Tensor:
-        """``obs [B, *obs_shape]`` -> state latent ``[B, L]``."""
-        return normalise_latent(self.representation(obs.float().flatten(1)))
+        """``obs [B, *obs_shape]`` -> state latent ``[B, *latent_shape]``."""
+        obs = obs.float()
+        return normalise_latent(
+            self.representation(obs if self.torso == "conv" else obs.flatten(1))
+        )
 
     def afterstate(self, latent: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """``(state latent [B, L], action [B]) -> afterstate latent [B, L]``."""
-        one_hot = F.one_hot(action.long().view(-1), self.num_actions).to(latent.dtype)
-        return normalise_latent(self.afterstate_net(torch.cat([latent, one_hot], 1)))
+        """``(state latent, action [B]) -> afterstate latent`` (both ``[B, *latent_shape]``)."""
+        one_hot = F.one_hot(action.long().view(-1), self.num_actions)
+        return normalise_latent(self.afterstate_net(self._with_planes(latent, one_hot)))
 
     def predict_afterstate(self, afterstate: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``afterstate -> (chance logits [B, C], Q logits [B, 2S+1])``."""
@@ -113,13 +161,13 @@ class StochasticMuZeroNet(nn.Module):
     def dynamics(
         self, afterstate: torch.Tensor, code: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(afterstate [B, L], code [B, C] one-hot or [B] index) -> (next state latent,
-        reward logits [B, 2S'+1], turn-change logit [B])``. A one-hot code keeps the
+        """``(afterstate [B, *latent_shape], code [B, C] one-hot or [B] index) -> (next state
+        latent, reward logits [B, 2S'+1], turn-change logit [B])``. A one-hot code keeps the
         straight-through gradient."""
         if code.dim() == 1:
-            code = F.one_hot(code.long(), self.num_codes).to(afterstate.dtype)
-        hidden = self.dynamics_net(torch.cat([afterstate, code.to(afterstate.dtype)], 1))
-        latent = normalise_latent(self.dynamics_out(hidden))
+            code = F.one_hot(code.long(), self.num_codes)
+        hidden = self.dynamics_net(self._with_planes(afterstate, code))
+        latent = normalise_latent(hidden if self.torso == "conv" else self.dynamics_out(hidden))
         return latent, self.reward_head(hidden), self.turn_head(hidden).squeeze(-1)
 
     def predict(self, latent: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -129,5 +177,7 @@ class StochasticMuZeroNet(nn.Module):
 
     def encode_chance(self, obs: torch.Tensor, next_obs: torch.Tensor) -> ChanceCode:
         """The code of the chance event between ``obs`` and ``next_obs`` (both ``[B, *obs]``)."""
-        pair = torch.cat([obs.float().flatten(1), next_obs.float().flatten(1)], 1)
-        return straight_through_code(self.chance_encoder(pair))
+        pair = torch.cat([obs.float(), next_obs.float()], 1)
+        return straight_through_code(
+            self.chance_encoder(pair if self.torso == "conv" else pair.flatten(1))
+        )

@@ -20,11 +20,11 @@ TINY = ModelConfig(
 )
 
 
-def unroll_batch(k=3, batch=32, actions=2, seed=0):
+def unroll_batch(k=3, batch=32, actions=2, seed=0, obs_shape=(4,)):
     g = torch.Generator().manual_seed(seed)
     return {
-        "obs": torch.rand(batch, 4, generator=g),
-        "future_obs": torch.rand(batch, k, 4, generator=g),
+        "obs": torch.rand(batch, *obs_shape, generator=g),
+        "future_obs": torch.rand(batch, k, *obs_shape, generator=g),
         "actions": torch.randint(0, actions, (batch, k), generator=g),
         "policy": torch.softmax(torch.randn(batch, k + 1, actions, generator=g), -1),
         "reward": torch.randn(batch, k + 1, generator=g),
@@ -37,11 +37,14 @@ def unroll_batch(k=3, batch=32, actions=2, seed=0):
     }
 
 
-def test_the_unroll_loss_falls_when_fitting_a_batch():
+@pytest.mark.parametrize("obs_shape", [(4,), (3, 4, 4)], ids=["mlp", "conv"])
+def test_the_unroll_loss_falls_when_fitting_a_batch(obs_shape):
+    # Flat observations get the MLP torso, boards [C, H, W] the residual convolutions.
     torch.manual_seed(0)
-    net = StochasticMuZeroNet((4,), 2, num_codes=8, settings=TINY)
+    net = StochasticMuZeroNet(obs_shape, 2, num_codes=8, settings=TINY)
+    assert net.torso == ("conv" if len(obs_shape) == 3 else "mlp")
     objective = StochasticMuZeroObjective(AlgoConfig(unroll_steps=3), two_player=True)
-    batch = unroll_batch()
+    batch = unroll_batch(obs_shape=obs_shape)
     optimizer = torch.optim.Adam(net.parameters(), 3e-3)
     losses = []
     for _ in range(80):
@@ -163,6 +166,11 @@ def test_stochastic_muzero_trains_on_piglet_checkpoints_resumes_and_is_scored(
     checkpoint = load_checkpoint(tmp_path)
     assert checkpoint["mbrl"]["algo"] == "stochastic_muzero"
     assert checkpoint["mbrl"]["game"]["kind"] == "chance"
+    # mbrl-eval rebuilds the run's own search model: the same score as the run's last evaluation
+    from mbrl.evaluate import EvalCommandConfig, evaluate
+
+    report = evaluate(EvalCommandConfig(checkpoint=str(tmp_path), opponents=[]))
+    assert report["optimal_share"] == pytest.approx(shares[-1])
     resumed = train(tiny_config(*overrides, "trainer.max_steps=90", "trainer.checkpoint_every=40"))
     assert resumed["resumed_from"] and resumed["steps"] == 90
 
@@ -182,6 +190,10 @@ def test_each_agent_trains_on_2048(tiny_config, tmp_path, algo):
     )
     assert summary["steps"] == 30
     assert scalars(tmp_path, "eval/return_mean")[-1] > 0
+    from mbrl.evaluate import EvalCommandConfig, evaluate
+
+    report = evaluate(EvalCommandConfig(checkpoint=str(tmp_path), games=2, parallel=2))
+    assert report["episodes"] == 2 and report["return_mean"] > 0
 
 
 # -- the true-chance reference ----------------------------------------------------------------
@@ -246,3 +258,8 @@ def test_the_true_chance_model_drives_both_stochastic_searches(policy):
     )
     assert output.visit_counts.sum(1).tolist() == [24] * len(states)
     assert legal[np.arange(len(states)), output.action].all()
+
+
+def test_a_convolutional_torso_needs_a_board():
+    with pytest.raises(ValueError, match=r"torso=conv needs \[C, H, W\]"):
+        StochasticMuZeroNet((4,), 2, num_codes=8, settings=ModelConfig(torso="conv"))
