@@ -274,6 +274,58 @@ def match_win_probability(rules: PigRules, rolls, opponent_rolls) -> MatchOdds:
     return MatchOdds(float(value[0, 0, 0]), float(1.0 - opponent_value[0, 0, 0]))
 
 
+MOST_DECISIONS = 1_000_000  # `expected_visits` gives up on a match this long
+
+
+def expected_visits(rules: PigRules, rolls, opponent_rolls, *, tolerance: float = 1e-12):
+    """``[W, W, K]``: how often, on average over the two seats, a player rolling where ``rolls``
+    is True meets each decision state (its score, the opponent's, the turn total) in a match
+    against one rolling where ``opponent_rolls`` is (bool arrays as in `match_win_probability`).
+    The game's probability mass is pushed forward decision by decision until less than
+    ``tolerance`` of it is still playing."""
+    winscore, _, size = rules.shape
+    forced = _grid(rules)[3]
+    tables = [
+        np.broadcast_to(np.asarray(r, np.bool_), rules.shape) & ~forced
+        for r in (rolls, opponent_rolls)
+    ]
+    i, _, k = np.ogrid[:winscore, :winscore, :size]
+    stopped_score = np.broadcast_to(i + k, rules.shape)  # the mover's score once it stops
+
+    def step(mass: np.ndarray, table: np.ndarray):
+        """Mass where this player moves -> (its mass next decision, the other's)."""
+        mine, theirs = np.zeros(rules.shape), np.zeros(rules.shape)
+        roll, stop = np.where(table, mass, 0.0), np.where(table | forced, 0.0, mass)
+        for increment, probability in zip(rules.increments, rules.probabilities, strict=True):
+            mine[:, :, increment:] += probability * roll[:, :, : size - increment]
+        theirs[:, :, 0] += rules.bust_probability * roll.sum(2).T  # (j, i): the other moves
+        rows, opponent, totals = np.nonzero(stop)
+        np.add.at(
+            theirs,
+            (opponent, stopped_score[rows, opponent, totals], 0),
+            stop[rows, opponent, totals],
+        )
+        return mine, theirs  # forced states stop and win: their mass leaves the game
+
+    visits = np.zeros(rules.shape)
+    for first in (True, False):
+        player, other = np.zeros(rules.shape), np.zeros(rules.shape)
+        (player if first else other)[0, 0, 0] = 1.0
+        for _ in range(MOST_DECISIONS):
+            if player.sum() + other.sum() <= tolerance:
+                break
+            visits += 0.5 * player
+            player_next, given = step(player, tables[0])
+            other_next, taken = step(other, tables[1])
+            player, other = player_next + taken, other_next + given
+        else:
+            raise ValueError(
+                f"the match is still undecided after {MOST_DECISIONS} decisions: the policies "
+                "stall (both stop at turn total 0?)"
+            )
+    return visits
+
+
 def state_key(state) -> tuple[int, int, int]:
     """(mover's score, opponent's score, turn total) of a two-player pig decision state, read from
     its string: the observation tensor is ordered by player, not mover, and clips turn totals."""

@@ -170,9 +170,9 @@ def evaluate_two_player_chance(cfg: EvalCommandConfig, loaded, agent, simulation
 
     scores = PigOptimality(dict(saved["params"]), seed=cfg.seed).measure(agent)
     table = Table(title=f"{cfg.checkpoint} (pig, {simulations} simulations/move)")
-    for column in ("optimal share", "win vs optimal", "always roll", "always stop"):
-        table.add_column(column, justify="right")
-    table.add_row(*(f"{scores[k]:.3f}" for k in scores))
+    for name in scores:
+        table.add_column(name.replace("_", " "), justify="right")
+    table.add_row(*(f"{value:.3f}" for value in scores.values()))
     Console().print(table)
     return {
         "checkpoint": str(cfg.checkpoint),

@@ -4,7 +4,9 @@
 decision states reachable from the start where both moves are legal, and scores an agent by the
 share of them where it plays an optimal move, next to the shares of "always roll" and "always
 stop", the trivial policies a measurement must beat to mean anything. Large games are measured on a fixed random
-sample of their states.
+sample of their states. Where the agent's model has a value head (``model.evaluate``), its mean
+absolute error against the exact value ``2 P(win) - 1`` says how precise the values are that the
+choices rest on.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import torch
 
 from games.chance import ChanceGame
 from games.pig_optimal import (
     ROLL,
     STOP,
+    expected_visits,
     match_win_probability,
     optimal_share,
     reachable_decision_states,
@@ -47,6 +51,9 @@ class PigOptimality:
         # The trivial policies' shares: what a measurement must beat to mean anything.
         self.always_roll_share = optimal_share(lambda state: ROLL, self.solution, states)
         self.always_stop_share = optimal_share(lambda state: STOP, self.solution, states)
+        # The mover's exact value in [-1, 1] (win +1, loss -1, no discount).
+        win = self.solution.win_probability
+        self.exact_value = np.array([2.0 * win[state_key(state)] - 1.0 for state in states])
 
     def shares(self, actions: np.ndarray) -> float:
         """The share of the states (in ``self.states``' order) where ``actions`` is optimal."""
@@ -61,6 +68,14 @@ class PigOptimality:
         optimal player, the two seats averaged (0.5: as good as optimal). Where both players'
         states share a (scores, turn total) the first player's move is taken; positions the
         agent was not asked about play optimally."""
+        odds = match_win_probability(
+            self.solution.rules, self.agent_rolls(actions), self.solution.rolls()
+        )
+        return (odds.moving_first + odds.moving_second) / 2
+
+    def agent_rolls(self, actions: np.ndarray) -> np.ndarray:
+        """``[W, W, K]`` bool: where ``actions`` roll. Where both players' states share a
+        (scores, turn total) the first player's move is taken; elsewhere the optimal move."""
         rolls = self.solution.rolls().copy()
         for state, action in sorted(
             zip(self.states, actions, strict=True), key=lambda pair: -pair[0].current_player()
@@ -68,14 +83,33 @@ class PigOptimality:
             rolls[state_key(state)] = int(action) == ROLL
         if not rolls[:, :, 0].all():  # stopping with nothing could stall the game for ever
             rolls[:, :, 0] = True
-        odds = match_win_probability(self.solution.rules, rolls, self.solution.rolls())
-        return (odds.moving_first + odds.moving_second) / 2
+        return rolls
+
+    def share_on_path(self, actions: np.ndarray) -> float:
+        """The optimal share weighted by how often the agent meets each state when it plays the
+        optimal player (seats averaged): the choices that decide its games. The plain share
+        counts every reachable state alike, most of them ones that good play never meets."""
+        rolls = self.agent_rolls(actions)
+        visits = expected_visits(self.solution.rules, rolls, self.solution.rolls())
+        keys = sorted({state_key(state) for state in self.states})
+        weights = np.array([visits[key] for key in keys])
+        right = np.array(
+            [(ROLL if rolls[key] else STOP) in self.solution.optimal_actions(*key) for key in keys]
+        )
+        return float(weights @ right / weights.sum())
 
     def measure(self, agent) -> dict[str, float]:
         actions = agent.act(SimpleNamespace(obs=self.obs, legal=self.legal), self.states)
-        return {
+        scores = {
             "optimal_share": self.shares(actions),
             "win_vs_optimal": self.win_probability_against_optimal(actions),
+            "optimal_share_on_path": self.share_on_path(actions),
             "always_roll_share": self.always_roll_share,
             "always_stop_share": self.always_stop_share,
         }
+        model = getattr(agent, "model", None)
+        if hasattr(model, "evaluate"):
+            with torch.inference_mode():
+                _, value = model.evaluate(self.obs)
+            scores["value_abs_error"] = float(np.abs(value - self.exact_value).mean())
+        return scores
