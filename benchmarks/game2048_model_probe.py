@@ -67,6 +67,12 @@ class Probe:
         self.reward_support = ScalarSupport(settings.reward_support_size)
         self.discount = float(loaded.metadata["config"]["algo"]["discount"])
 
+    def random(self, state, legal: np.ndarray) -> np.ndarray:
+        return np.zeros(len(legal))  # all tied: `play` picks one at random
+
+    def true_reward(self, state, legal: np.ndarray) -> np.ndarray:
+        return np.array([self.game.apply_decision(state, int(a)).reward for a in legal])
+
     def _obs(self, states) -> torch.Tensor:
         return torch.tensor(np.stack([self.game.observation(s) for s in states]))
 
@@ -124,12 +130,9 @@ def main(argv: list[str] | None = None) -> None:
         probe = Probe(run)
         if probe.game.name != "2048":
             parser.error(f"{run} was trained on {probe.game.name!r}; this probe needs 2048")
-        rng = np.random.default_rng(args.seed)
         players: dict[str, Scores] = {
-            "random": lambda state, legal: rng.random(len(legal)),
-            "true reward": lambda state, legal: np.array(
-                [probe.game.apply_decision(state, int(a)).reward for a in legal]
-            ),
+            "random": probe.random,
+            "true reward": probe.true_reward,
             "true model + learned value": probe.true_model_learned_value,
             "learned model": probe.learned_model,
         }

@@ -69,6 +69,7 @@ from benchmarks.models import TableModel
 from benchmarks.search_vs_mctx import (  # the issue's peer table and the timing blocks
     NUM_ACTIONS,
     parse_points,
+    pin_to_one_core,
     time_interleaved,
 )
 
@@ -251,20 +252,6 @@ def compare_trees(tree, model, tabular, states, num_simulations, qtransform=None
         our_depth=float(search.tree_depths(ours.tree).mean()),
         seams_agree=bool(np.array_equal(visits, ours_fn.visit_counts)),
     )
-
-
-def pin_to_one_core(cpu: int | None) -> int:
-    """Runs this process (and the threads it starts later) on one CPU, numba on one thread;
-    returns the CPU (default: the last one this process may use)."""
-    allowed = sorted(os.sched_getaffinity(0))
-    cpu = allowed[-1] if cpu is None else cpu
-    if cpu not in allowed:
-        raise SystemExit(
-            f"--cpu must be one of the CPUs this process may use, {allowed}; got {cpu}"
-        )
-    os.sched_setaffinity(0, {cpu})
-    numba.set_num_threads(1)
-    return cpu
 
 
 def time_point(tree, model, tabular, states, num_simulations, budget_s):

@@ -10,7 +10,10 @@ the root visit counts must be equal, so the two are timed on the same work.
 
 Needs the ``peers`` extra (``make bench-mctx`` installs it: jax, jaxlib, mctx; a few hundred MB).
 
-    python -m benchmarks.search_vs_mctx [--points 16x50,256x50] [--budget 2]
+    python -m benchmarks.search_vs_mctx [--points 16x50,256x50] [--budget 2] [--one-core]
+
+``--one-core`` pins the whole process to one CPU first (mctx's XLA threads and ours alike), the
+issue's "one core against one core"; without it each uses its defaults.
 """
 
 from __future__ import annotations
@@ -154,11 +157,9 @@ def time_point(policy, mctx_search, tabular, states, num_simulations, budget_s):
         return our_search(policy, tabular, states, num_simulations, seed)
 
     # name -> (search, numba threads while it runs)
-    runners = {
-        "mctx": (theirs, default_threads),
-        "ours": (ours, default_threads),
-        "ours_1t": (ours, 1),
-    }
+    runners = {"mctx": (theirs, default_threads), "ours_1t": (ours, 1)}
+    if default_threads > 1:  # pinned to one core, ours on its default threads is ours_1t
+        runners["ours"] = (ours, default_threads)
     runs = {name: run for name, (run, _) in runners.items()}
     try:
         return time_interleaved(
@@ -200,6 +201,20 @@ def time_interleaved(runs: dict, budget_s: float, before=None) -> tuple[dict[str
     return {name: float(np.median(t)) for name, t in times.items()}, rounds
 
 
+def pin_to_one_core(cpu: int | None) -> int:
+    """Runs this process (and the threads it starts later) on one CPU, numba on one thread;
+    returns the CPU (default: the last one this process may use)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    cpu = allowed[-1] if cpu is None else cpu
+    if cpu not in allowed:
+        raise SystemExit(
+            f"--cpu must be one of the CPUs this process may use, {allowed}; got {cpu}"
+        )
+    os.sched_setaffinity(0, {cpu})
+    numba.set_num_threads(1)
+    return cpu
+
+
 def parse_points(text: str | None):
     if not text:
         return POINTS
@@ -218,7 +233,15 @@ def main(argv=None) -> None:
     parser.add_argument("--points", help="comma-separated BxN (default: the issue's four)")
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--budget", type=float, default=2.0, help="seconds of repeats per point")
+    parser.add_argument(
+        "--one-core",
+        action="store_true",
+        help="pin this process (mctx's XLA threads and ours) to one CPU, numba on one thread",
+    )
+    parser.add_argument("--cpu", type=int, default=None, help="that CPU (default: the last)")
     args = parser.parse_args(argv)
+    if args.one_core:  # before jax starts its threads, so that they inherit the one CPU
+        print(f"one core: CPU {pin_to_one_core(args.cpu)}, numba threads 1")
     policies = args.policies.split(",")
     for policy in policies:
         if policy not in POLICIES:
@@ -248,6 +271,7 @@ def main(argv=None) -> None:
             medians, rounds = time_point(
                 policy, mctx_search, tabular, states, num_simulations, args.budget
             )
+            medians.setdefault("ours", medians["ours_1t"])
             theirs, ours, ours_1t = (1e3 * medians[k] for k in ("mctx", "ours", "ours_1t"))
             print(
                 f"{policy:7s} {batch_size:5d} {num_simulations:4d} {NUM_ACTIONS:3d} "
