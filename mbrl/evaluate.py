@@ -159,17 +159,25 @@ def evaluate_episodes(cfg: EvalCommandConfig, loaded, agent, simulations: int) -
 def evaluate_two_player_chance(cfg: EvalCommandConfig, loaded, agent, simulations: int) -> dict:
     """Pig: every reachable roll-or-stop choice scored against the exact solution (the share
     that is optimal, and the exact odds against the optimal player). Other two-player games
-    with chance have no opponent here yet."""
+    with chance (backgammon): ``cfg.games`` games against a uniformly random player, both
+    seats."""
     saved = loaded.metadata["config"]["game"]
-    if saved["name"] != "pig":
-        raise ValueError(
-            f"mbrl-eval has no opponent for the two-player game with chance {saved['name']!r} "
-            "yet; Pig checkpoints are scored against Pig's exact solution"
-        )
-    from mbrl.evaluation.pig_optimality import PigOptimality
+    if saved["name"] == "pig":
+        from mbrl.evaluation.pig_optimality import PigOptimality
 
-    scores = PigOptimality(dict(saved["params"]), seed=cfg.seed).measure(agent)
-    table = Table(title=f"{cfg.checkpoint} (pig, {simulations} simulations/move)")
+        scores = PigOptimality(dict(saved["params"]), seed=cfg.seed).measure(agent)
+    else:
+        from mbrl.evaluation.chance_match import RandomOpponentMatch
+
+        match = RandomOpponentMatch(
+            saved["name"],
+            dict(saved["params"]),
+            games=cfg.games,
+            max_moves=saved["max_moves"],
+            seed=cfg.seed,
+        )
+        scores = match.measure(agent)
+    table = Table(title=f"{cfg.checkpoint} ({saved['name']}, {simulations} simulations/move)")
     for name in scores:
         table.add_column(name.replace("_", " "), justify="right")
     table.add_row(*(f"{value:.3f}" for value in scores.values()))

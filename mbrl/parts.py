@@ -168,12 +168,27 @@ def evaluation_callback(cfg: TrainConfig, parts: GameParts):
 
 
 def _extra_measures(cfg: TrainConfig) -> tuple:
-    """Measures beside the return: Pig's exact solution scores every roll-or-stop choice."""
-    if cfg.game.kind == "chance" and cfg.game.name == "pig":
+    """Measures beside the return: Pig's exact solution scores every roll-or-stop choice; other
+    two-player games with chance (backgammon) are played against a random opponent."""
+    if cfg.game.kind != "chance":
+        return ()
+    if cfg.game.name == "pig":
         from mbrl.evaluation.pig_optimality import PigOptimality
 
         return (PigOptimality(dict(cfg.game.params), seed=cfg.seed),)
-    return ()
+    from mbrl.evaluation.chance_match import RandomOpponentMatch
+
+    try:
+        match = RandomOpponentMatch(
+            cfg.game.name,
+            dict(cfg.game.params),
+            games=max(2, cfg.eval.games),
+            max_moves=cfg.game.max_moves,
+            seed=cfg.seed,
+        )
+    except ValueError:  # one player (2048): its return is the measure
+        return ()
+    return (match,)
 
 
 def _board_eval_args(cfg: TrainConfig, run_dir: Path) -> dict:

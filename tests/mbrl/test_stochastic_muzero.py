@@ -263,3 +263,15 @@ def test_the_true_chance_model_drives_both_stochastic_searches(policy):
 def test_a_convolutional_torso_needs_a_board():
     with pytest.raises(ValueError, match=r"torso=conv needs \[C, H, W\]"):
         StochasticMuZeroNet((4,), 2, num_codes=8, settings=ModelConfig(torso="conv"))
+
+
+@pytest.mark.parametrize("algo", ["stochastic_muzero", "chance_alphazero"])
+def test_hyper_backgammon_trains_and_is_scored_against_a_random_player(tiny_config, tmp_path, algo):
+    from mbrl.evaluate import EvalCommandConfig, evaluate
+
+    overrides = [f"run_dir={tmp_path}", "game=hyper_backgammon", f"algo={algo}"]
+    train(tiny_config(*overrides, "trainer.max_steps=20", "eval.every=20", "eval.games=4"))
+    score = scalars(tmp_path, "eval/score_vs_random")
+    assert len(score) == 1 and -1.0 <= score[0] <= 1.0
+    report = evaluate(EvalCommandConfig(checkpoint=str(tmp_path), games=4, seed=0))
+    assert report["score_vs_random"] == pytest.approx(score[0])  # the run's seed and games
