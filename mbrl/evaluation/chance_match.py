@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from games.chance import ChanceGameEnv, ChanceGame
+from games.chance import ChanceGame, ChanceGameEnv
 
 
 class RandomOpponentMatch:
