@@ -1,5 +1,6 @@
 r"""Where a learned model of 2048 fails: one-step lookahead players that each trust one part of a
-trained checkpoint (MuZero's or Stochastic MuZero's) and the true game for the rest.
+trained checkpoint (MuZero's or Stochastic MuZero's; the true-chance AlphaZero's value alone)
+and the true game for the rest.
 
     python -m benchmarks.game2048_model_probe runs/bench_chance/2048_muzero_seed0 --episodes 16
 
@@ -134,9 +135,10 @@ def main(argv: list[str] | None = None) -> None:
             "random": probe.random,
             "true reward": probe.true_reward,
             "true model + learned value": probe.true_model_learned_value,
-            "learned model": probe.learned_model,
         }
-        if probe.algo != "stochastic_muzero":
+        if probe.algo != "chance_alphazero":  # its network has no trained dynamics (K = 0)
+            players["learned model"] = probe.learned_model
+        if probe.algo not in ("chance_alphazero", "stochastic_muzero"):
             players["learned reward"] = probe.learned_reward
         for name, scores in players.items():
             finals = play(probe.game, scores, args.episodes, args.seed)

@@ -2,6 +2,8 @@
 and `algo=stochastic_muzero` end to end on Piglet (two players, turns that pass by chance) and
 2048 (one player)."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -194,6 +196,14 @@ def test_each_agent_trains_on_2048(tiny_config, tmp_path, algo):
 
     report = evaluate(EvalCommandConfig(checkpoint=str(tmp_path), games=2, parallel=2))
     assert report["episodes"] == 2 and report["return_mean"] > 0
+    # the probe that takes a learned 2048 model apart reads every agent's checkpoint
+    from benchmarks import game2048_model_probe
+
+    out = tmp_path / "probe.jsonl"
+    game2048_model_probe.main([str(tmp_path), "--episodes", "2", "--out", str(out)])
+    players = {json.loads(line)["player"] for line in out.read_text().splitlines()}
+    assert {"random", "true reward", "true model + learned value"} <= players
+    assert ("learned model" in players) == (algo != "chance_alphazero")
 
 
 # -- the true-chance reference ----------------------------------------------------------------
