@@ -12,7 +12,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from search.tree import PRIOR_LOGITS, PRIOR_PROBS, VISITS
+from search.tree import (
+    DISCOUNTS,
+    ORDER,
+    PRIOR_LOGITS,
+    PRIOR_PROBS,
+    REWARDS,
+    UNVISITED,
+    VALUES,
+    VISITS,
+)
 
 
 @numba.njit(cache=True, inline="always")
@@ -86,6 +95,48 @@ def gumbel_interior_action(counts, stats, legal, b, node, completed_qvalues):
             continue
         score = scratch[a] / normaliser - counts[b, node, VISITS, a] * inverse_visits
         if score > best_score or best_action < 0:
+            best_score = score
+            best_action = a
+    return best_action
+
+
+@numba.njit(cache=True, inline="always")
+def puct_action_tree_min_max(
+    counts, stats, legal, b, node, node_visits, params, mean_q, low, high, num_actions
+):
+    """`puct_action` over `qtransform_tree_min_max`'s values (EfficientZero / LightZero mode),
+    in one pass instead of three: every unvisited legal action gets the same transformed Q, so
+    the scan of the actions needs only their priors, and only the visited children (the node's
+    `ORDER` list) need their own Q. Same expressions as the general rule, so the same choice,
+    ties to the lowest index."""
+    visits = np.float64(node_visits)
+    pb_c = params.pb_c_init + np.log((visits + params.pb_c_base + 1.0) / params.pb_c_base)
+    exploration = np.sqrt(visits) * pb_c
+    known = high >= low  # before any backup there is no value information: Q is 0
+    scale = 1.0 / max(high - low, params.floor) if known else 0.0
+    unvisited_q = mean_q if params.unvisited_parent_mean else low
+    unvisited = min(1.0, max(0.0, (unvisited_q - low) * scale)) if known else 0.0
+    best_action = -1
+    best_score = -np.inf
+    for a in range(num_actions):
+        if counts[b, node, VISITS, a] == 0 and legal[b, node, a]:
+            score = unvisited + exploration * np.float64(stats[b, node, PRIOR_PROBS, a]) / 1.0
+            if score > best_score or best_action < 0:
+                best_score = score
+                best_action = a
+    for k in range(num_actions):
+        a = counts[b, node, ORDER, k]
+        if a == UNVISITED:
+            break
+        q = 0.0
+        if known:
+            q = stats[b, node, REWARDS, a] + stats[b, node, DISCOUNTS, a] * np.float64(
+                stats[b, node, VALUES, a]
+            )
+            q = min(1.0, max(0.0, (q - low) * scale))
+        prior = np.float64(stats[b, node, PRIOR_PROBS, a])
+        score = q + exploration * prior / (counts[b, node, VISITS, a] + 1.0)
+        if best_action < 0 or score > best_score or (score == best_score and a < best_action):
             best_score = score
             best_action = a
     return best_action

@@ -15,11 +15,17 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from search.action_selection import considered_argmax, gumbel_interior_action, puct_action
+from search.action_selection import (
+    considered_argmax,
+    gumbel_interior_action,
+    puct_action,
+    puct_action_tree_min_max,
+)
 from search.borrow import borrow
 from search.gumbel_completed import gumbel_interior_action_completed, gumbel_root_action_completed
 from search.qtransforms import (
     COMPLETED_BY_MIX_VALUE,
+    TREE_MIN_MAX,
     QTransform,
     child_qvalue,
     parent_mean_qvalue,
@@ -389,6 +395,21 @@ def select_action(tree, b, node, depth, params, considered_visit, parent_q, scra
         return action, mean_q
     if params.unvisited_parent_mean:
         mean_q = parent_mean_qvalue(stats, counts, b, node, depth == 0, parent_q)
+    if params.policy == POLICY_MUZERO and params.qtransform_kind == TREE_MIN_MAX:
+        action = puct_action_tree_min_max(
+            counts,
+            stats,
+            legal,
+            b,
+            node,
+            tree.node_visits[b, node],
+            params,
+            mean_q,
+            tree.tree_min_max[b, 0],
+            tree.tree_min_max[b, 1],
+            scratch.shape[0],
+        )
+        return action, mean_q
     transformed_qvalues(
         stats,
         counts,
