@@ -184,10 +184,12 @@ def parent_mean_qvalue(stats, counts, b, node, is_root, parent_q):
     """
     total = 0.0
     count = 0
-    for a in range(counts.shape[3]):
-        if counts[b, node, VISITS, a] > 0:
-            total += child_qvalue(stats, b, node, a)
-            count += 1
+    for k in range(counts.shape[3]):  # the visited children, in the order of their first visit
+        a = counts[b, node, ORDER, k]
+        if a == UNVISITED:
+            break
+        total += child_qvalue(stats, b, node, a)
+        count += 1
     if is_root and count > 0:
         return total / count
     return (parent_q + total) / (count + 1)
