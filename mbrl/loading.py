@@ -10,6 +10,7 @@ as episodes (``environment(...)`` builds one in evaluation mode).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,8 +23,6 @@ from mbrl.checkpoint import METADATA_KEY, check_compatible, load_checkpoint, net
 from mbrl.config import LATENT_ALGORITHMS, AlgoConfig, GameConfig, ModelConfig
 from mbrl.environments import Environment, build_latent_network, make_environment
 from mbrl.networks.board import board_network
-from mbrl.selfplay.game_model import GameModel
-from mbrl.selfplay.latent_model import LatentModel
 from search import SearchSettings
 
 
@@ -43,12 +42,17 @@ class LoadedAgent:
     def kind(self) -> str:
         return self.metadata["config"]["game"].get("kind", "openspiel")
 
-    def chance_game(self):
-        """The checkpoint's game with chance (``game.kind=chance``), rebuilt from its config."""
+    @functools.cached_property
+    def _chance_game(self):
         from games.chance import ChanceGame
 
         saved = self.metadata["config"]["game"]
         return ChanceGame(saved["name"], saved["params"], max_moves=saved["max_moves"])
+
+    def chance_game(self):
+        """The checkpoint's game with chance (``game.kind=chance``), rebuilt from its config
+        once (loading an OpenSpiel game is not free)."""
+        return self._chance_game
 
     @property
     def two_player(self) -> bool:
@@ -76,26 +80,14 @@ class LoadedAgent:
         )
 
     def search_model(self):
-        """What the agent searches in, as the run's self-play did (`mbrl.parts.game_parts`)."""
-        algo, discount = self.metadata.get("algo"), self.metadata["config"]["algo"]["discount"]
-        if algo == "chance_alphazero":
-            from mbrl.selfplay.chance_game_model import ChanceGameModel
+        """What the agent searches in, as the run's self-play did (`mbrl.parts.search_model`)."""
+        from mbrl.parts import search_model
 
-            return ChanceGameModel(self.chance_game(), self.network, discount=discount)
-        if algo == "stochastic_muzero":
-            from mbrl.selfplay.stochastic_latent_model import StochasticLatentModel
-
-            return StochasticLatentModel(
-                self.network, discount=discount, two_player=self.two_player
-            )
-        if self.latent:
-            return LatentModel(
-                self.network,
-                discount=discount,
-                two_player=self.two_player,
-                value_prefix_horizon=self.metadata["config"]["algo"]["value_prefix_horizon"],
-            )
-        return GameModel(self.game, self.network)
+        algo = AlgoConfig(**self.metadata["config"]["algo"])
+        chance_game = self.chance_game() if self.kind == "chance" else None
+        return search_model(
+            algo, self.network, two_player=self.two_player, game=self.game, chance_game=chance_game
+        )
 
     def environment(self, batch_size: int, *, seed: int = 0) -> Environment:
         """The checkpoint's environment in evaluation mode (Atari: raw rewards, no life loss)."""

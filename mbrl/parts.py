@@ -40,43 +40,49 @@ class GameParts(NamedTuple):
     objective: Callable  # (network, batch) -> LossOutput: what the learner minimises
 
 
+def search_model(algo: AlgoConfig, network, *, two_player: bool, game=None, chance_game=None):
+    """What ``algo``'s search plans in around ``network``: the one place that knows it, for
+    self-play (`game_parts`) and for a loaded checkpoint (`mbrl.loading`). ``game`` is the board
+    game (AlphaZero), ``chance_game`` the simulator of a game with chance (the true-chance
+    AlphaZero)."""
+    if algo.name == "chance_alphazero":
+        from mbrl.selfplay.chance_game_model import ChanceGameModel
+
+        return ChanceGameModel(chance_game, network, discount=algo.discount)
+    if algo.name == "stochastic_muzero":
+        return StochasticLatentModel(network, discount=algo.discount, two_player=two_player)
+    if algo.name in LATENT_ALGORITHMS:
+        return LatentModel(
+            network,
+            discount=algo.discount,
+            two_player=two_player,
+            value_prefix_horizon=algo.value_prefix_horizon,
+        )
+    return GameModel(game, network)
+
+
 def game_parts(cfg: TrainConfig, *, seed: int, batch_size: int | None = None) -> GameParts:
     """The parts, with ``batch_size`` games in the environment (default: the self-play
     actor's ``trainer.num_games``)."""
     batch_size = cfg.trainer.num_games if batch_size is None else batch_size
     environment = make_environment(cfg.game, batch_size, seed=seed)
     algo, game = cfg.algo, environment.game
+    two_player = environment.two_player
+
+    def make_model(net):
+        chance_game = environment.env.game if algo.name == "chance_alphazero" else None
+        return search_model(algo, net, two_player=two_player, game=game, chance_game=chance_game)
+
     if algo.name == "chance_alphazero":  # the true game and its dice; f(h(obs)) only
-        from mbrl.selfplay.chance_game_model import ChanceGameModel
-
         network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
-        chance_game = environment.env.game
-
-        def make_model(net):
-            return ChanceGameModel(chance_game, net, discount=algo.discount)
-
         targets = dataclasses.replace(algo, unroll_steps=0)
         return GameParts(environment, network, make_model, targets, False, MuZeroObjective(targets))
     if algo.name == "stochastic_muzero":
         network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
-        two_player = environment.two_player
-
-        def make_model(net):
-            return StochasticLatentModel(net, discount=algo.discount, two_player=two_player)
-
         objective = StochasticMuZeroObjective(algo, two_player=two_player)
         return GameParts(environment, network, make_model, algo, False, objective)
     if algo.name in LATENT_ALGORITHMS:
         network = build_latent_network(environment.obs_shape, environment.num_actions, cfg)
-
-        def make_model(net):
-            return LatentModel(
-                net,
-                discount=algo.discount,
-                two_player=environment.two_player,
-                value_prefix_horizon=algo.value_prefix_horizon,
-            )
-
         return GameParts(environment, network, make_model, algo, False, MuZeroObjective(algo))
 
     targets = dataclasses.replace(
@@ -85,7 +91,7 @@ def game_parts(cfg: TrainConfig, *, seed: int, batch_size: int | None = None) ->
     return GameParts(
         environment,
         board_network(game, cfg.model),
-        lambda net: GameModel(game, net),
+        make_model,
         targets,
         outcome_targets=True,
         objective=AlphaZeroObjective(),
