@@ -63,7 +63,7 @@ class AlgoConfig:
     )
 
 
-TORSO_CHOICES = ("auto", "mlp", "conv")  # downsample is chosen by `downsample`
+TORSO_CHOICES = ("auto", "mlp", "lines", "conv")  # downsample is chosen by `downsample`
 ACTION_ENCODINGS = ("auto", "onehot", "scalar")
 
 
@@ -88,7 +88,9 @@ class ModelConfig:
     projection_hidden: int = 256
     downsample: bool = False  # images: EfficientZero's 96x96 -> 6x6 encoder
     action_encoding: str = "auto"  # auto | onehot | scalar
-    torso: str = "auto"  # learned models: auto (mlp for vectors, conv for boards) | mlp | conv
+    # learned models: auto (mlp for vectors, conv for boards) | mlp | lines (square boards read
+    # line by line, then mlp: 2048) | conv
+    torso: str = "auto"
 
     def __post_init__(self):
         if self.torso not in TORSO_CHOICES:

@@ -5,6 +5,8 @@ Three torsos, chosen from the observation shape (``torso="auto"``) or by name:
 - ``mlp``: flat observations ``[D]`` (CartPole), or boards flattened (``torso="mlp"``: on a 3x3
   board it trains several times faster than convolutions); the latent is a vector, the action a
   one-hot vector concatenated to it.
+- ``lines``: ``mlp`` whose representation first reads a square board row by row and column by
+  column (`mbrl.networks.lines`): 2048, where a move acts on every line alike.
 - ``conv``: small boards ``[C, H, W]`` (tic-tac-toe, Connect Four); the latent keeps the board's
   ``H x W``, the action is a plane (one-hot cell when ``A <= H W``, else a constant ``(a+1)/A``).
 - ``downsample``: images (Atari) through EfficientZero's down-sampling residual network, 96x96 to
@@ -28,8 +30,10 @@ from torch import nn
 
 from mbrl.config import ModelConfig
 from mbrl.networks.alphazero import ResidualBlock
+from mbrl.networks.lines import LineEncoder
 
-TORSOS = ("mlp", "conv", "downsample")
+TORSOS = ("mlp", "lines", "conv", "downsample")
+VECTOR_TORSOS = ("mlp", "lines")  # a latent vector; the action a one-hot vector beside it
 
 
 def normalise_latent(latent: torch.Tensor) -> torch.Tensor:
@@ -48,6 +52,15 @@ def _mlp(sizes: list[int], *, last_activation: bool = False) -> nn.Sequential:
         if i < len(sizes) - 2 or last_activation:
             layers += [nn.LayerNorm(b), nn.ReLU()]
     return nn.Sequential(*layers)
+
+
+def vector_representation(obs_shape: tuple[int, ...], torso: str, sizes: list[int]) -> nn.Module:
+    """The representation of a vector torso: an MLP with layer ``sizes`` over the flattened
+    observation (``mlp``), or over the board's line features (``lines``)."""
+    if torso == "lines":
+        lines = LineEncoder(*obs_shape, hidden=sizes[0])
+        return nn.Sequential(lines, _mlp([lines.out_features, *sizes]))
+    return _mlp([math.prod(obs_shape), *sizes])
 
 
 def conv_stem(in_channels: int, channels: int, blocks: int) -> nn.Sequential:
@@ -124,15 +137,17 @@ class MuZeroNet(nn.Module):
         self.value_prefix = value_prefix
         if len(self.obs_shape) not in (1, 3):
             raise ValueError(f"obs_shape must be [D] or [C, H, W], got {self.obs_shape}")
-        if len(self.obs_shape) == 1 and s.torso == "conv":
-            raise ValueError(f"model.torso=conv needs [C, H, W] observations, got {self.obs_shape}")
-        if len(self.obs_shape) == 1 or s.torso == "mlp":
-            self.torso = "mlp"
+        if len(self.obs_shape) == 1 and s.torso in ("conv", "lines"):
+            raise ValueError(
+                f"model.torso={s.torso} needs [C, H, W] observations, got {self.obs_shape}"
+            )
+        if len(self.obs_shape) == 1 or s.torso in VECTOR_TORSOS:
+            self.torso = "lines" if s.torso == "lines" else "mlp"
         else:
             self.torso = "downsample" if s.downsample else "conv"
         self.value_atoms = 2 * s.support_size + 1
         self.reward_atoms = 2 * s.reward_support_size + 1
-        if self.torso == "mlp":
+        if self.torso in VECTOR_TORSOS:
             self._build_mlp()
         else:
             self._build_conv()
@@ -165,9 +180,10 @@ class MuZeroNet(nn.Module):
 
     def _build_mlp(self) -> None:
         s, width = self.settings, self.settings.channels
-        obs_dim = math.prod(self.obs_shape)  # boards are flattened
         self.latent_shape = (s.latent_dim,)
-        self.representation = _mlp([obs_dim, width, *[width] * s.blocks, s.latent_dim])
+        self.representation = vector_representation(
+            self.obs_shape, self.torso, [width, *[width] * s.blocks, s.latent_dim]
+        )
         self.dynamics_net = _mlp(
             [s.latent_dim + self.num_actions, width, *[width] * s.blocks], last_activation=True
         )
@@ -217,13 +233,13 @@ class MuZeroNet(nn.Module):
         """``obs [B, *obs_shape]`` (uint8 images are scaled to [0, 1]) -> latent."""
         if obs.dtype == torch.uint8:
             obs = obs.float() / 255.0
-        if self.torso == "mlp":
+        if self.torso == "mlp":  # boards are flattened
             obs = obs.flatten(1)
         return normalise_latent(self.representation(obs.float()))
 
     def _encode_action(self, latent: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         action = action.long().view(-1)
-        if self.torso == "mlp":
+        if self.torso in VECTOR_TORSOS:
             return torch.cat([latent, F.one_hot(action, self.num_actions).to(latent.dtype)], 1)
         batch, _, height, width = latent.shape
         if self.action_encoding == "onehot":
@@ -244,7 +260,7 @@ class MuZeroNet(nn.Module):
     def dynamics(self, latent: torch.Tensor, action: torch.Tensor, lstm_state=None):
         """``-> (next latent, reward or value-prefix logits [B, 2S'+1], next lstm state)``."""
         hidden = self.dynamics_net(self._encode_action(latent, action))
-        if self.torso == "mlp":
+        if self.torso in VECTOR_TORSOS:
             next_latent, features = self.dynamics_out(hidden), hidden
         else:
             next_latent, features = hidden, self.reward_conv(hidden)

@@ -13,15 +13,15 @@ the codes' distribution by cross-entropy to the codes the encoder picked. Search
 at a chance node it follows ``sigma`` (`search.stochastic`).
 
 The torso is MuZero's MLP for flat observations (Pig) and its residual convolutions for boards
-``[C, H, W]`` (2048; ``model.torso`` overrides): a latent keeps the board's ``H x W`` cells, and
-an action or a chance code enters as one-hot planes. Every latent, state or afterstate, is
+``[C, H, W]`` (``model.torso`` overrides: ``mlp``, or ``lines`` for 2048, an MLP after a reading
+of the board line by line): a conv latent keeps the board's ``H x W`` cells, and an action or a
+chance code enters as one-hot planes. Every latent, state or afterstate, is
 min-max normalised as in MuZero. Scalars are categorical over ``2S + 1``
 atoms (`mbrl.networks.support`), as in `MuZeroNet`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
@@ -30,7 +30,14 @@ from torch import nn
 
 from mbrl.config import ModelConfig
 from mbrl.networks.alphazero import ResidualBlock
-from mbrl.networks.muzero import _mlp, conv_head, conv_stem, normalise_latent
+from mbrl.networks.muzero import (
+    VECTOR_TORSOS,
+    _mlp,
+    conv_head,
+    conv_stem,
+    normalise_latent,
+    vector_representation,
+)
 
 
 class ChanceCode(NamedTuple):
@@ -79,9 +86,14 @@ class StochasticMuZeroNet(nn.Module):
         self.value_atoms = 2 * s.support_size + 1
         self.reward_atoms = 2 * s.reward_support_size + 1
         board = len(self.obs_shape) == 3
-        if s.torso == "conv" and not board:
-            raise ValueError(f"model.torso=conv needs [C, H, W] observations, got {self.obs_shape}")
-        self.torso = "conv" if board and s.torso != "mlp" else "mlp"
+        if s.torso in ("conv", "lines") and not board:
+            raise ValueError(
+                f"model.torso={s.torso} needs [C, H, W] observations, got {self.obs_shape}"
+            )
+        if board and s.torso in VECTOR_TORSOS:
+            self.torso = s.torso
+        else:
+            self.torso = "conv" if board else "mlp"
         if self.torso == "conv":
             self._build_conv()
         else:
@@ -89,10 +101,10 @@ class StochasticMuZeroNet(nn.Module):
 
     def _build_mlp(self) -> None:
         s = self.settings
-        obs_dim, width, latent = math.prod(self.obs_shape), s.channels, s.latent_dim
+        width, latent = s.channels, s.latent_dim
         hidden = [width, *[width] * s.blocks]
         self.latent_shape = (latent,)
-        self.representation = _mlp([obs_dim, *hidden, latent])
+        self.representation = vector_representation(self.obs_shape, self.torso, [*hidden, latent])
         self.afterstate_net = _mlp([latent + self.num_actions, *hidden, latent])
         self.dynamics_net = _mlp([latent + self.num_codes, *hidden], last_activation=True)
         self.dynamics_out = nn.Linear(width, latent)
@@ -105,7 +117,10 @@ class StochasticMuZeroNet(nn.Module):
         self.q_head = _mlp([width, s.head_hidden, self.value_atoms])
         # The encoder reads the observation the chance event produced (with the one before it,
         # so that a code can say what changed rather than what is).
-        self.chance_encoder = _mlp([2 * obs_dim, *hidden, self.num_codes])
+        pair_shape = (2 * self.obs_shape[0], *self.obs_shape[1:])  # channels (or features) doubled
+        self.chance_encoder = vector_representation(
+            pair_shape, self.torso, [*hidden, self.num_codes]
+        )
         # Whether the player to move changed (a logit): in Pig it depends on the die (a 1 passes
         # the turn), so a two-player model cannot assume turns alternate as MuZero's does.
         self.turn_head = _mlp([width, s.head_hidden, 1])
@@ -144,9 +159,7 @@ class StochasticMuZeroNet(nn.Module):
     def represent(self, obs: torch.Tensor) -> torch.Tensor:
         """``obs [B, *obs_shape]`` -> state latent ``[B, *latent_shape]``."""
         obs = obs.float()
-        return normalise_latent(
-            self.representation(obs if self.torso == "conv" else obs.flatten(1))
-        )
+        return normalise_latent(self.representation(obs.flatten(1) if self.torso == "mlp" else obs))
 
     def afterstate(self, latent: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """``(state latent, action [B]) -> afterstate latent`` (both ``[B, *latent_shape]``)."""
@@ -179,5 +192,5 @@ class StochasticMuZeroNet(nn.Module):
         """The code of the chance event between ``obs`` and ``next_obs`` (both ``[B, *obs]``)."""
         pair = torch.cat([obs.float(), next_obs.float()], 1)
         return straight_through_code(
-            self.chance_encoder(pair if self.torso == "conv" else pair.flatten(1))
+            self.chance_encoder(pair.flatten(1) if self.torso == "mlp" else pair)
         )

@@ -54,6 +54,7 @@ def test_two_hot_support_keeps_the_expectation_and_round_trips():
         ((4,), 2, {}),
         ((3, 3, 3), 9, {}),
         ((3, 3, 3), 9, {"torso": "mlp"}),
+        ((10, 4, 4), 4, {"torso": "lines"}),
         ((2, 6, 7), 7, {"value_prefix": True}),
         ((12, 96, 96), 6, {"downsample": True}),
     ],
@@ -92,6 +93,10 @@ def test_a_board_can_take_the_mlp_torso_but_a_vector_not_the_conv_one():
     )
     with pytest.raises(ValueError, match=r"torso=conv needs \[C, H, W\]"):
         MuZeroNet((4,), 2, ModelConfig(**TINY, torso="conv"))
+    with pytest.raises(ValueError, match=r"torso=lines needs \[C, H, W\]"):
+        MuZeroNet((4,), 2, ModelConfig(**TINY, torso="lines"))
+    with pytest.raises(ValueError, match=r"torso=lines needs a square board.*got 6x7"):
+        MuZeroNet((2, 6, 7), 7, ModelConfig(**TINY, torso="lines"))
     with pytest.raises(ValueError, match=r"model\.torso must be one of"):
         ModelConfig(**TINY, torso="transformer")
 

@@ -2,6 +2,7 @@
 and `algo=stochastic_muzero` end to end on Piglet (two players, turns that pass by chance) and
 2048 (one player)."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -39,12 +40,17 @@ def unroll_batch(k=3, batch=32, actions=2, seed=0, obs_shape=(4,)):
     }
 
 
-@pytest.mark.parametrize("obs_shape", [(4,), (3, 4, 4)], ids=["mlp", "conv"])
-def test_the_unroll_loss_falls_when_fitting_a_batch(obs_shape):
-    # Flat observations get the MLP torso, boards [C, H, W] the residual convolutions.
+@pytest.mark.parametrize(
+    "obs_shape, torso", [((4,), "auto"), ((3, 4, 4), "auto"), ((3, 4, 4), "lines")]
+)
+def test_the_unroll_loss_falls_when_fitting_a_batch(obs_shape, torso):
+    # Flat observations get the MLP torso, boards [C, H, W] the residual convolutions unless
+    # told otherwise (2048's preset reads its board line by line).
     torch.manual_seed(0)
-    net = StochasticMuZeroNet(obs_shape, 2, num_codes=8, settings=TINY)
-    assert net.torso == ("conv" if len(obs_shape) == 3 else "mlp")
+    settings = dataclasses.replace(TINY, torso=torso)
+    net = StochasticMuZeroNet(obs_shape, 2, num_codes=8, settings=settings)
+    expected = {"auto": "conv" if len(obs_shape) == 3 else "mlp", "lines": "lines"}[torso]
+    assert net.torso == expected
     objective = StochasticMuZeroObjective(AlgoConfig(unroll_steps=3), two_player=True)
     batch = unroll_batch(obs_shape=obs_shape)
     optimizer = torch.optim.Adam(net.parameters(), 3e-3)
