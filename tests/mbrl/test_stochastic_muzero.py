@@ -276,9 +276,10 @@ def test_the_true_chance_model_drives_both_stochastic_searches(policy):
     assert legal[np.arange(len(states)), output.action].all()
 
 
-def test_a_convolutional_torso_needs_a_board():
-    with pytest.raises(ValueError, match=r"torso=conv needs \[C, H, W\]"):
-        StochasticMuZeroNet((4,), 2, num_codes=8, settings=ModelConfig(torso="conv"))
+@pytest.mark.parametrize("torso", ["conv", "lines"])
+def test_a_board_torso_needs_a_board(torso):
+    with pytest.raises(ValueError, match=rf"torso={torso} needs \[C, H, W\]"):
+        StochasticMuZeroNet((4,), 2, num_codes=8, settings=ModelConfig(torso=torso))
 
 
 @pytest.mark.parametrize("algo", ["stochastic_muzero", "chance_alphazero"])
