@@ -17,25 +17,25 @@ The networks are the 2048 preset's (configs/experiment/game2048_stochastic.yaml)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
 import torch
 
+from benchmarks.learning_runs import compose_train
 from games.chance import ChanceGame
 from mbrl.config import ModelConfig
 from mbrl.networks.muzero import MuZeroNet
 from mbrl.networks.support import ScalarSupport
 
-PRESET = {
-    "channels": 128,
-    "blocks": 1,
-    "latent_dim": 64,
-    "head_hidden": 64,
-    "support_size": 50,
-    "reward_support_size": 20,
-}
 TORSOS = ("mlp", "lines")
+
+
+def preset_model(torso: str) -> ModelConfig:
+    """The 2048 preset's network sizes (``experiment=game2048_stochastic``) with ``torso``."""
+    model = compose_train("experiment=game2048_stochastic").model
+    return dataclasses.replace(model, torso=torso)
 
 
 def random_play_positions(count: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -70,8 +70,9 @@ def predicted_rewards(net: MuZeroNet, support: ScalarSupport, obs: torch.Tensor)
 def fit(torso: str, data, args, report) -> None:
     obs, rewards, legal = data
     torch.manual_seed(args.seed)
-    net = MuZeroNet(obs.shape[1:], rewards.shape[1], ModelConfig(**PRESET, torso=torso))
-    support = ScalarSupport(PRESET["reward_support_size"])
+    model = preset_model(torso)
+    net = MuZeroNet(obs.shape[1:], rewards.shape[1], model)
+    support = ScalarSupport(model.reward_support_size)
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
     train = int(0.8 * len(obs))
     batches = np.random.default_rng(args.seed).integers(0, train, (args.updates, 128))
