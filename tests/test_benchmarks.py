@@ -124,3 +124,18 @@ def test_the_chance_agents_benchmark_scores_piglet_and_reads_back_the_learned_co
     assert (tmp_path / "piglet.png").exists()
     records = [line for line in out.read_text().splitlines() if line]
     assert len(records) == 2 and '"outcomes_told_apart"' in records[0]
+
+
+def test_the_2048_reward_fit_uses_the_preset_network_and_reports_each_torso(capsys):
+    import pytest
+
+    from benchmarks import game2048_reward_fit
+
+    assert game2048_reward_fit.preset_model("lines").torso == "lines"
+    assert game2048_reward_fit.preset_model("mlp").reward_support_size == 20  # the YAML's
+    game2048_reward_fit.main(["--positions", "200", "--updates", "2", "--report-every", "1"])
+    rows = capsys.readouterr().out.split("seconds")[1].split()
+    assert rows[0::5] == ["mlp", "mlp", "lines", "lines"]
+    assert rows[1::5] == ["1", "2", "1", "2"]
+    with pytest.raises(SystemExit):
+        game2048_reward_fit.main(["--torsos", "conv"])
