@@ -56,6 +56,10 @@ class AlgoConfig:
     chance_codes: int = 32
     chance_weight: float = 1.0
     commitment_weight: float = 0.02  # 0.25 freezes the codes (see the net's test)
+    # n of the afterstate Q's target (<= td_steps); 0 = td_steps, the state's own value target
+    # (the paper). 1 is TD(0) on the afterstate: the move's reward plus the next position's
+    # value, free of the later moves' and tiles' noise.
+    q_td_steps: int = 0
     labels: str = ""  # algo=supervised: a teacher's label file (python -m games.chess_labels)
     # [fraction of trainer.max_steps, visit-count temperature] pairs (MuZero's schedule)
     temperature_schedule: list[list[float]] = field(

@@ -170,7 +170,7 @@ class StochasticMuZeroObjective:
     encoder reads ``(o_{t+k-1}, o_{t+k})`` and picks a code ``c``, and ``s_k = g(as_k, c)``. The
     terms are MuZero's (policy, value, reward at every state), plus at every afterstate ``Q``'s
     cross-entropy to the value target of the state it came from (the n-step return after the
-    move that was played), ``sigma``'s cross-entropy to the code the encoder picked
+    move that was played; ``batch["q_value"]``, a return of its own horizon, where given), ``sigma``'s cross-entropy to the code the encoder picked
     (``chance_weight``) and the encoder's commitment to it (``commitment_weight``); in two-player
     games the turn-change logit of each step learns whether the turn passed. The dynamics' loss
     trains the encoder through the straight-through code. Scaling as in `MuZeroObjective`.
@@ -187,6 +187,7 @@ class StochasticMuZeroObjective:
         reward_support = ScalarSupport(network.settings.reward_support_size)
         weights, k_steps = batch["weights"], batch["actions"].shape[1]
         value_target, policy_target = batch["value"], batch["policy"]
+        q_target = batch.get("q_value", value_target)  # algo.q_td_steps: Q's own horizon
         latent = network.represent(batch["obs"])
         policy_logits, value_logits = network.predict(latent)
         root_value = value_support.to_scalar(value_logits.detach())
@@ -207,7 +208,7 @@ class StochasticMuZeroObjective:
             arrived = batch["policy_mask"][:, k]  # and o_{t+k} is a real observation
             afterstate = network.afterstate(scale_gradient(latent, 0.5), batch["actions"][:, k - 1])
             chance_logits, q_logits = network.predict_afterstate(afterstate)
-            q_dist = value_support.to_distribution(value_target[:, k - 1])
+            q_dist = value_support.to_distribution(q_target[:, k - 1])
             terms["q"].append(losses.categorical_cross_entropy(q_logits, q_dist) * played)
             next_obs = batch["future_obs"][:, k - 1]
             code = network.encode_chance(previous_obs, next_obs)

@@ -100,6 +100,7 @@ def validate(cfg: TrainConfig) -> None:
         raise ValueError(
             f"algo.reanalyze_policy must lie in [0, 1], got {cfg.algo.reanalyze_policy}"
         )
+    _check_q_td_steps(cfg.algo)
     if not 0.0 < cfg.algo.discount <= 1.0:
         raise ValueError(f"algo.discount must lie in (0, 1], got {cfg.algo.discount}")
     if not 0.0 <= cfg.algo.search_value_weight <= 1.0:
@@ -132,6 +133,21 @@ def validate(cfg: TrainConfig) -> None:
         raise ValueError(
             f"algo {cfg.algo.name} searches with search.policy={expected}, got "
             f"{cfg.search.policy!r}"
+        )
+
+
+def _check_q_td_steps(algo) -> None:
+    if algo.q_td_steps == 0:
+        return
+    if algo.name != "stochastic_muzero":
+        raise ValueError(
+            f"algo.q_td_steps={algo.q_td_steps} sets the horizon of Stochastic MuZero's "
+            f"afterstate Q target; algo={algo.name} has no afterstates (use 0)"
+        )
+    if not 0 < algo.q_td_steps <= algo.td_steps:
+        raise ValueError(
+            f"algo.q_td_steps must lie in [0, algo.td_steps={algo.td_steps}] (0 = td_steps), "
+            f"got {algo.q_td_steps}"
         )
 
 

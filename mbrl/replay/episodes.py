@@ -59,6 +59,15 @@ class Episode(NamedTuple):
     sampleable: int | None = None  # None: every position after the context
 
 
+class NStepTargets(NamedTuple):
+    """n-step returns from each unroll position, and what reanalysis needs to refresh them."""
+
+    value: np.ndarray  # [S, K+1] float32 targets with the stored bootstrap values
+    bootstrap_index: np.ndarray  # [S, K+1] absolute position bootstrapped from, -1 if none
+    bootstrap_discount: np.ndarray  # [S, K+1] D_n multiplying that bootstrap value
+    bootstrap_value: np.ndarray  # [S, K+1] the stored value used (0 where none)
+
+
 class Unroll(NamedTuple):
     """A batch of S unroll targets (numpy; K = unroll steps)."""
 
@@ -78,6 +87,9 @@ class Unroll(NamedTuple):
     bootstrap_discount: np.ndarray  # [S, K+1] D_n multiplying that bootstrap value
     bootstrap_value: np.ndarray  # [S, K+1] the stored value used (0 where none)
     turn_change: np.ndarray  # [S, K+1] float32, 1 where the move into step k passed the turn
+    # Stochastic MuZero's afterstate Q targets with their own horizon (algo.q_td_steps), or
+    # None: Q then learns ``value``.
+    q_targets: NStepTargets | None = None
 
 
 def available_memory_bytes() -> int | None:
@@ -274,6 +286,13 @@ class EpisodeReplay:
         future = None
         if future_obs and k_steps:
             future = self.observations(last[:, 1:])
+        q_targets = None
+        if self.algo.q_td_steps:
+            q_n = self.algo.q_td_steps
+            q_horizon = np.full((len(positions), 1), q_n, np.int64)
+            q_targets = self._masked_targets(
+                *self._n_step(steps, end, terminated, q_horizon, q_n), inside
+            )
         return Unroll(
             indices=positions,
             weights=weights,
@@ -283,14 +302,22 @@ class EpisodeReplay:
             actions=actions.astype(np.int64),
             policy=policy.astype(np.float32),
             reward=reward.astype(np.float32),
-            value=np.where(inside, value, 0.0).astype(np.float32),
             policy_mask=inside.astype(np.float32),
             value_mask=(inside | absorbing).astype(np.float32),
             reward_mask=reward_mask,
+            turn_change=turn_change,
+            q_targets=q_targets,
+            **self._masked_targets(value, boot_index, boot_discount, boot_value, inside)._asdict(),
+        )
+
+    @staticmethod
+    def _masked_targets(value, boot_index, boot_discount, boot_value, inside) -> NStepTargets:
+        """`_n_step`'s output with the rows past an episode's end zeroed (index -1)."""
+        return NStepTargets(
+            value=np.where(inside, value, 0.0).astype(np.float32),
             bootstrap_index=np.where(inside, boot_index, -1),
             bootstrap_discount=np.where(inside, boot_discount, 0.0).astype(np.float32),
             bootstrap_value=np.where(inside, boot_value, 0.0).astype(np.float32),
-            turn_change=turn_change,
         )
 
     def td_horizon(self, positions: np.ndarray) -> np.ndarray:

@@ -191,20 +191,20 @@ class SelfPlayDataModule(L.LightningDataModule):
         self.reanalyzer.refresh(self.gradient_steps)
         if self.reanalyzer.remote is None:
             unroll = self._sample_unroll()
-            value, policy = self.reanalyzer.targets(unroll)
+            targets = self.reanalyzer.targets(unroll)
         else:  # keep `depth` batches in the workers while this one trains
             while len(self.pipeline) <= self.reanalyzer.remote.depth:
                 unroll = self._sample_unroll()
                 self.pipeline.append((unroll, self.reanalyzer.submit(unroll)))
             unroll, ticket = self.pipeline.popleft()
-            value, policy = self.reanalyzer.collect(unroll, ticket)
+            targets = self.reanalyzer.collect(unroll, ticket)
         batch = {
             "obs": unroll.obs,
             "legal": unroll.legal,
             "actions": unroll.actions,
-            "policy": policy,
+            "policy": targets.policy,
             "reward": unroll.reward,
-            "value": value,
+            "value": targets.value,
             "policy_mask": unroll.policy_mask,
             "value_mask": unroll.value_mask,
             "reward_mask": unroll.reward_mask,
@@ -214,6 +214,8 @@ class SelfPlayDataModule(L.LightningDataModule):
         }
         if unroll.future_obs is not None:
             batch["future_obs"] = unroll.future_obs
+        if targets.q_value is not None:
+            batch["q_value"] = targets.q_value
         return batch
 
     def _sample_unroll(self):

@@ -41,6 +41,14 @@ class Fresh(NamedTuple):
     policies: np.ndarray | None  # [P, A]
 
 
+class Targets(NamedTuple):
+    """An unroll's training targets after reanalysis."""
+
+    value: np.ndarray  # [S, K+1]
+    policy: np.ndarray  # [S, K+1, A]
+    q_value: np.ndarray | None  # [S, K+1] the afterstate Q's own n-step targets, or None
+
+
 def reanalyze(model, settings: SearchSettings, job: Job) -> Fresh:
     """The target network's values and search policies (no noise) for ``job``."""
     values = None if job.value_obs is None else model.values(job.value_obs)
@@ -83,8 +91,8 @@ class Reanalyzer:
             self.network.load_state_dict(self.learner_network.state_dict())
             self.last_update = gradient_steps
 
-    def targets(self, unroll: Unroll) -> tuple[np.ndarray, np.ndarray]:
-        """``(value [S, K+1], policy [S, K+1, A])`` targets, reanalyzed here as configured."""
+    def targets(self, unroll: Unroll) -> Targets:
+        """The unroll's targets, reanalyzed here as configured."""
         start = time.perf_counter()
         job = self.job(unroll)
         fresh = reanalyze(self.model, self.settings, job)
@@ -95,7 +103,7 @@ class Reanalyzer:
         """Send ``unroll``'s reanalysis to the remote workers; a ticket for `collect`."""
         return self.remote.submit(self.job(unroll), self.network, self.last_update)
 
-    def collect(self, unroll: Unroll, ticket) -> tuple[np.ndarray, np.ndarray]:
+    def collect(self, unroll: Unroll, ticket) -> Targets:
         start = time.perf_counter()
         fresh = self.remote.result(ticket)
         self.seconds += time.perf_counter() - start
@@ -103,10 +111,9 @@ class Reanalyzer:
 
     def job(self, unroll: Unroll) -> Job:
         value_obs = policy_obs = policy_legal = policy_keys = None
-        if self.algo.reanalyze_value and (unroll.bootstrap_index >= 0).any():
-            value_obs = self.replay.observations(
-                unroll.bootstrap_index[unroll.bootstrap_index >= 0]
-            )
+        bootstraps = np.concatenate([i[i >= 0] for i in self._bootstrap_indices(unroll)])
+        if self.algo.reanalyze_value and len(bootstraps):
+            value_obs = self.replay.observations(bootstraps)
         positions = self._policy_positions(unroll)
         if len(positions):
             policy_obs = self.replay.observations(positions)
@@ -121,22 +128,28 @@ class Reanalyzer:
         inside = unroll.policy_mask[:count] > 0  # [count, K+1]
         return (unroll.indices[:count, None] + np.arange(inside.shape[1]))[inside]
 
-    def apply(self, unroll: Unroll, fresh: Fresh) -> tuple[np.ndarray, np.ndarray]:
+    @staticmethod
+    def _bootstrap_indices(unroll: Unroll) -> list[np.ndarray]:
+        """The value targets' bootstrap positions, then the afterstate Q targets' if any."""
+        q = unroll.q_targets
+        return [unroll.bootstrap_index] + ([] if q is None else [q.bootstrap_index])
+
+    def apply(self, unroll: Unroll, fresh: Fresh) -> Targets:
         """The n-step targets with the bootstrap values recomputed, and the fresh policies in
         their rows."""
-        value, policy = unroll.value, unroll.policy
-        if fresh.values is not None:
-            where = unroll.bootstrap_index >= 0
-            new_boot = unroll.bootstrap_value.copy()
-            new_boot[where] = fresh.values
-            delta = unroll.bootstrap_discount * (new_boot - unroll.bootstrap_value)
-            value = (unroll.value + delta).astype(np.float32)
+        value, policy, q = unroll.value, unroll.policy, unroll.q_targets
+        q_value = None if q is None else q.value
+        if fresh.values is not None:  # in `job`'s order: the value targets', then Q's
+            used = int((unroll.bootstrap_index >= 0).sum())
+            value = _refreshed(unroll, fresh.values[:used])
+            if q is not None:
+                q_value = _refreshed(q, fresh.values[used:])
         if fresh.policies is not None:
             count = round(self.algo.reanalyze_policy * len(unroll.indices))
             policy = unroll.policy.copy()
             rows = policy[:count]
             rows[unroll.policy_mask[:count] > 0] = fresh.policies
-        return value, policy
+        return Targets(value, policy, q_value)
 
     def state_dict(self) -> dict:
         return {"target_network": self.network.state_dict(), "last_target_update": self.last_update}
@@ -144,3 +157,13 @@ class Reanalyzer:
     def load_state_dict(self, state: dict) -> None:
         self.network.load_state_dict(state["target_network"])
         self.last_update = int(state["last_target_update"])
+
+
+def _refreshed(targets, values: np.ndarray) -> np.ndarray:
+    """``targets.value`` (an `Unroll` or `NStepTargets`) with its stored bootstrap values
+    replaced by ``values`` (one per ``bootstrap_index >= 0``, in row order)."""
+    where = targets.bootstrap_index >= 0
+    new_boot = targets.bootstrap_value.copy()
+    new_boot[where] = values
+    delta = targets.bootstrap_discount * (new_boot - targets.bootstrap_value)
+    return (targets.value + delta).astype(np.float32)

@@ -1,5 +1,7 @@
 """Episode replay: unroll targets against hand computations and a brute-force reference."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -65,6 +67,21 @@ def test_n_step_values_rewards_and_absorbing_end_by_hand():
     assert at4.reward_mask[0].tolist() == [0, 1, 1, 1]
     assert not at4.policy[0, 2:].any()
     assert at4.bootstrap_index[0].tolist() == [-1, -1, -1, -1]
+
+
+def test_the_afterstate_q_targets_have_their_own_horizon():
+    buffer = replay(n=2)
+    buffer.add(episode(6))  # rewards 1..6, values 10..60, gamma 0.5
+    assert unroll_at(buffer, 2).q_targets is None  # by default Q learns the value targets
+    buffer.algo = AlgoConfig(unroll_steps=3, td_steps=2, discount=0.5, q_td_steps=1)
+    at2 = unroll_at(buffer, 2)
+    q = at2.q_targets
+    # q_u = r_u + g v_{u+1}; the state's value targets keep n = 2
+    assert q.value[0].tolist() == [3 + 0.5 * 40, 4 + 0.5 * 50, 5 + 0.5 * 60, 6]
+    assert q.bootstrap_index[0].tolist() == [3, 4, 5, -1]
+    assert q.bootstrap_discount[0].tolist() == [0.5, 0.5, 0.5, 0.0]
+    assert at2.value[0, 0] == 3 + 0.5 * 4 + 0.25 * 50
+    assert unroll_at(buffer, 5).q_targets.value[0].tolist() == [6, 0, 0, 0]  # past the end
 
 
 def test_truncated_episode_bootstraps_from_the_final_value_and_masks_past_its_end():
@@ -328,3 +345,28 @@ def test_segments_carry_the_frames_that_complete_their_first_stacks():
     inside = targets.policy_mask[:, 1:] > 0
     future = targets.future_obs.reshape(len(mine), 2, 4)[:, :, -1]
     np.testing.assert_array_equal(future[inside], (np.arange(20)[:, None] + [1, 2])[inside])
+
+
+def test_reanalysis_refreshes_the_value_and_q_bootstraps_each_from_its_own_position():
+    import torch
+
+    from mbrl.selfplay.reanalyze import Reanalyzer
+    from search import SearchSettings
+
+    class PositionValues:  # the target network's value of position u: 1000 + u
+        def values(self, obs):
+            return obs[:, 0] + 1000.0
+
+    algo = AlgoConfig(unroll_steps=3, td_steps=2, discount=0.5, q_td_steps=1)
+    buffer = replay()
+    buffer.algo = algo
+    buffer.add(episode(6))  # obs of position u is u; rewards 1..6
+    reanalyzer = Reanalyzer(
+        torch.nn.Linear(1, 1), lambda net: PositionValues(), buffer, SearchSettings(), algo
+    )
+    targets = reanalyzer.targets(unroll_at(buffer, 2))
+    assert targets.value[0].tolist() == [3 + 0.5 * 4 + 0.25 * 1004, 4 + 0.5 * 5 + 0.25 * 1005, 8, 6]
+    assert targets.q_value[0].tolist() == [3 + 0.5 * 1003, 4 + 0.5 * 1004, 5 + 0.5 * 1005, 6]
+    without_q = dataclasses.replace(algo, q_td_steps=0)
+    buffer.algo = reanalyzer.algo = without_q
+    assert reanalyzer.targets(unroll_at(buffer, 2)).q_value is None

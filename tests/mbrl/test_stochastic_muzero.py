@@ -99,6 +99,33 @@ def test_the_dynamics_loss_trains_the_encoder_through_the_straight_through_code(
     assert net.chance_encoder[0].weight.grad.abs().sum() > 0
 
 
+def test_the_afterstate_q_learns_its_own_targets_where_given():
+    # algo.q_td_steps puts the afterstate Q's targets in the batch as "q_value"
+    net = StochasticMuZeroNet((4,), 2, num_codes=8, settings=TINY)
+    objective = StochasticMuZeroObjective(AlgoConfig(unroll_steps=2))
+    batch = unroll_batch(k=2)
+    plain = objective(net, batch).metrics
+    same = objective(net, batch | {"q_value": batch["value"]}).metrics
+    other = objective(net, batch | {"q_value": batch["value"] + 5}).metrics
+    assert same["q_loss"] == plain["q_loss"] and other["q_loss"] != plain["q_loss"]
+    assert other["value_loss"] == plain["value_loss"]
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["algo=muzero", "algo.q_td_steps=1"], "algo=muzero has no afterstates"),
+        (["algo=stochastic_muzero", "algo.q_td_steps=11"], "got 11"),
+        (["algo=stochastic_muzero", "algo.q_td_steps=-1"], "got -1"),
+    ],
+)
+def test_the_afterstate_q_horizon_is_checked(tiny_config, tmp_path, overrides, message):
+    from mbrl.validation import validate
+
+    with pytest.raises(ValueError, match=message):
+        validate(tiny_config(f"run_dir={tmp_path}", "game=piglet", *overrides))
+
+
 def test_one_player_games_leave_the_turn_head_alone():
     net = StochasticMuZeroNet((4,), 2, num_codes=8, settings=TINY)
     StochasticMuZeroObjective(AlgoConfig(unroll_steps=2))(net, unroll_batch(k=2)).loss.backward()
@@ -158,6 +185,7 @@ def test_stochastic_muzero_trains_on_piglet_checkpoints_resumes_and_is_scored(
         "game=piglet",
         "algo=stochastic_muzero",
         "algo.chance_codes=4",
+        "algo.q_td_steps=1",  # the afterstate Q's own targets, reanalysed, end to end
         "trainer.log_every=4",
         "optim.lr=0.01",
         "eval.games=2",
