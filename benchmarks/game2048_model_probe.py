@@ -10,10 +10,12 @@ Each player picks, at every move, the legal action with the highest one-step sco
 - ``true reward``: the merge the move makes (the greedy player; needs no network);
 - ``true model + learned value``: the true merge, plus the network's value of every position the
   random tile can make, weighted by its true probability (the value head on real observations);
-- ``learned reward``: the model's predicted reward (MuZero: ``g(h(o), a)``; Stochastic MuZero's
-  rewards come after the chance code, so this player is MuZero's only);
+- ``learned reward``: the model's predicted reward (MuZero: ``g(h(o), a)``; Stochastic MuZero:
+  each code's reward from the afterstate ``phi(h(o), a)``, weighted by sigma);
 - ``learned model``: the model's own one-step Q (MuZero: reward + discount * value of
-  ``g(h(o), a)``; Stochastic MuZero: the Q head of the afterstate ``phi(h(o), a)``).
+  ``g(h(o), a)``; Stochastic MuZero: the Q head of the afterstate ``phi(h(o), a)``);
+- ``learned model, through codes`` (Stochastic MuZero): reward + discount * value of every
+  code's next state, weighted by sigma, what a search that expanded every chance child would see.
 
 If ``true model + learned value`` beats ``true reward`` while ``learned model`` does not beat
 ``random``, the value is fine and the dynamics are what to fix. Prints a table; ``--out`` appends
@@ -102,7 +104,8 @@ class Probe:
         latent = self.network.represent(self._obs([state]).expand(len(legal), -1, -1, -1))
         actions = torch.as_tensor(legal)
         if self.algo == "stochastic_muzero":
-            _, q_logits = self.network.predict_afterstate(self.network.afterstate(latent, actions))
+            afterstate = self.network.afterstate(latent, actions)
+            _, q_logits = self.network.predict_afterstate(afterstate)
             return None, self.value_support.to_scalar(q_logits).numpy()
         latent, reward_logits, _ = self.network.dynamics(latent, actions)
         reward = self.reward_support.to_scalar(reward_logits).numpy()
@@ -110,7 +113,32 @@ class Probe:
         return reward, reward + self.discount * self.value_support.to_scalar(value_logits).numpy()
 
     def learned_reward(self, state, legal: np.ndarray) -> np.ndarray:
+        if self.algo == "stochastic_muzero":
+            return self._through_codes(state, legal)[0]
         return self._unrolled(state, legal)[0]
+
+    @torch.inference_mode()
+    def _through_codes(self, state, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Stochastic MuZero's ``(E_sigma[r], E_sigma[r + discount * v])`` of each move: every
+        code's transition from the afterstate, weighted by sigma (all the chance children a
+        search would expand)."""
+        net = self.network
+        latent = net.represent(self._obs([state]).expand(len(legal), -1, -1, -1))
+        afterstate = net.afterstate(latent, torch.as_tensor(legal))
+        sigma = torch.softmax(net.predict_afterstate(afterstate)[0], -1)  # [M, C]
+        codes = torch.arange(net.num_codes).repeat(len(legal))  # [M * C], move-major
+        next_latent, reward_logits, _ = net.dynamics(
+            afterstate.repeat_interleave(net.num_codes, 0), codes
+        )
+        reward = self.reward_support.to_scalar(reward_logits).view(len(legal), -1)
+        value = self.value_support.to_scalar(net.predict(next_latent)[1]).view(len(legal), -1)
+        return (
+            (sigma * reward).sum(-1).numpy(),
+            (sigma * (reward + self.discount * value)).sum(-1).numpy(),
+        )
+
+    def learned_expectation(self, state, legal: np.ndarray) -> np.ndarray:
+        return self._through_codes(state, legal)[1]
 
     def learned_model(self, state, legal: np.ndarray) -> np.ndarray:
         return self._unrolled(state, legal)[1]
@@ -138,8 +166,10 @@ def main(argv: list[str] | None = None) -> None:
         }
         if probe.algo != "chance_alphazero":  # its network has no trained dynamics (K = 0)
             players["learned model"] = probe.learned_model
-        if probe.algo not in ("chance_alphazero", "stochastic_muzero"):
+        if probe.algo != "chance_alphazero":
             players["learned reward"] = probe.learned_reward
+        if probe.algo == "stochastic_muzero":
+            players["learned model, through codes"] = probe.learned_expectation
         for name, scores in players.items():
             finals = play(probe.game, scores, args.episodes, args.seed)
             rows.append(

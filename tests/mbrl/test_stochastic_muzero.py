@@ -238,6 +238,8 @@ def test_each_agent_trains_on_2048(tiny_config, tmp_path, algo):
     players = {json.loads(line)["player"] for line in out.read_text().splitlines()}
     assert {"random", "true reward", "true model + learned value"} <= players
     assert ("learned model" in players) == (algo != "chance_alphazero")
+    assert ("learned reward" in players) == (algo != "chance_alphazero")
+    assert ("learned model, through codes" in players) == (algo == "stochastic_muzero")
 
 
 # -- the true-chance reference ----------------------------------------------------------------
