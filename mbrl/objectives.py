@@ -170,10 +170,11 @@ class StochasticMuZeroObjective:
     encoder reads ``(o_{t+k-1}, o_{t+k})`` and picks a code ``c``, and ``s_k = g(as_k, c)``. The
     terms are MuZero's (policy, value, reward at every state), plus at every afterstate ``Q``'s
     cross-entropy to the value target of the state it came from (the n-step return after the
-    move that was played; ``batch["q_value"]``, a return of its own horizon, where given), ``sigma``'s cross-entropy to the code the encoder picked
-    (``chance_weight``) and the encoder's commitment to it (``commitment_weight``); in two-player
-    games the turn-change logit of each step learns whether the turn passed. The dynamics' loss
-    trains the encoder through the straight-through code. Scaling as in `MuZeroObjective`.
+    move that was played; ``batch["q_value"]``, a return of its own horizon, where given),
+    ``sigma``'s cross-entropy to the code the encoder picked (``chance_weight``) and the
+    encoder's commitment to it (``commitment_weight``); in two-player games the turn-change
+    logit of each step learns whether the turn passed. The dynamics' loss trains the encoder
+    through the straight-through code. Scaling as in `MuZeroObjective`.
     """
 
     algo: AlgoConfig = field(default_factory=AlgoConfig)
