@@ -99,15 +99,21 @@ class Probe:
             scores.append(after.reward + self.discount * expected)
         return np.asarray(scores)
 
+    def _latents(self, state, legal: np.ndarray) -> torch.Tensor:
+        """``[M, ...]``: the state's latent once per legal move (MuZero), or each move's
+        afterstate ``phi(h(o), a)`` (Stochastic MuZero)."""
+        latent = self.network.represent(self._obs([state]).expand(len(legal), -1, -1, -1))
+        if self.algo == "stochastic_muzero":
+            return self.network.afterstate(latent, torch.as_tensor(legal))
+        return latent
+
     @torch.inference_mode()
     def _unrolled(self, state, legal: np.ndarray):
-        latent = self.network.represent(self._obs([state]).expand(len(legal), -1, -1, -1))
-        actions = torch.as_tensor(legal)
+        latent = self._latents(state, legal)
         if self.algo == "stochastic_muzero":
-            afterstate = self.network.afterstate(latent, actions)
-            _, q_logits = self.network.predict_afterstate(afterstate)
+            _, q_logits = self.network.predict_afterstate(latent)
             return None, self.value_support.to_scalar(q_logits).numpy()
-        latent, reward_logits, _ = self.network.dynamics(latent, actions)
+        latent, reward_logits, _ = self.network.dynamics(latent, torch.as_tensor(legal))
         reward = self.reward_support.to_scalar(reward_logits).numpy()
         _, value_logits = self.network.predict(latent)
         return reward, reward + self.discount * self.value_support.to_scalar(value_logits).numpy()
@@ -123,8 +129,7 @@ class Probe:
         code's transition from the afterstate, weighted by sigma (all the chance children a
         search would expand)."""
         net = self.network
-        latent = net.represent(self._obs([state]).expand(len(legal), -1, -1, -1))
-        afterstate = net.afterstate(latent, torch.as_tensor(legal))
+        afterstate = self._latents(state, legal)
         sigma = torch.softmax(net.predict_afterstate(afterstate)[0], -1)  # [M, C]
         codes = torch.arange(net.num_codes).repeat(len(legal))  # [M * C], move-major
         next_latent, reward_logits, _ = net.dynamics(

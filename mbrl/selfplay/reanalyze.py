@@ -111,9 +111,10 @@ class Reanalyzer:
 
     def job(self, unroll: Unroll) -> Job:
         value_obs = policy_obs = policy_legal = policy_keys = None
-        bootstraps = np.concatenate([i[i >= 0] for i in self._bootstrap_indices(unroll)])
-        if self.algo.reanalyze_value and len(bootstraps):
-            value_obs = self.replay.observations(bootstraps)
+        if self.algo.reanalyze_value:
+            bootstraps = np.concatenate([i[i >= 0] for i in self._bootstrap_indices(unroll)])
+            if len(bootstraps):
+                value_obs = self.replay.observations(bootstraps)
         positions = self._policy_positions(unroll)
         if len(positions):
             policy_obs = self.replay.observations(positions)
