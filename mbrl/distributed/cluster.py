@@ -86,18 +86,29 @@ def disconnect(ray) -> None:
     _handlers_before_ray.clear()
 
 
-MAX_FAILURES = 6  # failed tries of one request (~6 s of retries) before the run gives up
+# Failed tries of one request before the run gives up. The waits between them double from 0.1 s
+# up to `MAX_BACK_OFF_SECONDS`: about 30 s in all, so that a worker restarting on a loaded
+# machine (a new process importing torch can take 10 s when other jobs share the cores) is
+# waited for, and a worker that dies on every start still fails the run in half a minute.
+MAX_FAILURES = 20
+MAX_BACK_OFF_SECONDS = 2.0
+
+
+def back_off_seconds(failures: int) -> float:
+    """The wait before the retry that follows ``failures + 1`` failed tries in a row."""
+    return min(0.1 * 2**failures, MAX_BACK_OFF_SECONDS)
 
 
 def back_off(role: str, failures: int, error) -> None:
     """Wait before retrying a request of ``role`` (``"decode worker 1"``) that failed
     ``failures + 1`` times in a row; past `MAX_FAILURES`, give up naming the role."""
     if failures + 1 >= MAX_FAILURES:
+        waited = sum(back_off_seconds(n) for n in range(MAX_FAILURES - 1))
         raise RuntimeError(
-            f"{role} failed {MAX_FAILURES} tries in a row; Ray's worker logs "
-            f"(/tmp/ray/session_latest/logs) say why: {error}"
+            f"{role} failed {MAX_FAILURES} tries in a row over {waited:.0f} s; Ray's worker "
+            f"logs (/tmp/ray/session_latest/logs) say why: {error}"
         ) from None
-    time.sleep(0.1 * 2**failures)
+    time.sleep(back_off_seconds(failures))
 
 
 def cpu_weights(network) -> dict:
