@@ -139,3 +139,31 @@ def test_the_2048_reward_fit_uses_the_preset_network_and_reports_each_torso(caps
     assert rows[1::5] == ["1", "2", "1", "2"]
     with pytest.raises(SystemExit):
         game2048_reward_fit.main(["--torsos", "conv"])
+
+
+def test_the_tree_reuse_benchmark_counts_what_each_search_leaves_to_the_next(tmp_path, capsys):
+    from benchmarks import countdown_tree_reuse
+
+    countdown_tree_reuse.main(
+        ["--run-dir", str(tmp_path / "pre"), "--prompts", "3", "--budgets", "4",
+         "--considered", "2", *TINY_LM]
+    )  # fmt: skip
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    rows = {row[0]: row for row in rows if row and row[0] in ("mcts", "gumbel")}
+    assert set(rows) == {"mcts", "gumbel"}
+    for row in rows.values():
+        new_passes, kept, simulations = float(row[-4]), float(row[-2]), 4
+        assert 0 <= new_passes <= simulations and 0 <= kept <= simulations
+
+
+def test_a_subtree_counts_its_root_and_every_descendant():
+    import numpy as np
+
+    from benchmarks.countdown_tree_reuse import subtree_size
+
+    children = np.full((1, 5, 3), -1)  # root 0 -> 1, 2; 1 -> 3 -> 4
+    children[0, 0, :2] = [1, 2]
+    children[0, 1, 0] = 3
+    children[0, 3, 2] = 4
+    tree = type("Tree", (), {"children_index": children})
+    assert [subtree_size(tree, 0, n) for n in range(5)] == [5, 3, 1, 2, 1]
