@@ -167,3 +167,36 @@ def test_a_subtree_counts_its_root_and_every_descendant():
     children[0, 3, 2] = 4
     tree = type("Tree", (), {"children_index": children})
     assert [subtree_size(tree, 0, n) for n in range(5)] == [5, 3, 1, 2, 1]
+
+
+def test_the_pig_value_benchmark_scores_the_search_the_value_head_and_the_exact_check(
+    tmp_path, capsys
+):
+    from benchmarks import chance_agents, pig_value_choices
+
+    chance_agents.main(
+        ["--game", "piglet", "--algos", "chance_alphazero", "--run-root", str(tmp_path),
+         "--out", str(tmp_path / "piglet.jsonl"), "debug=tiny"]
+    )  # fmt: skip
+    capsys.readouterr()
+    pig_value_choices.main([str(tmp_path / "piglet_chance_alphazero_seed0"), "--simulations", "4"])
+    printed = capsys.readouterr().out
+    shares = {
+        line.split(",")[0]: [float(x) for x in line.split()[-3:]]
+        for line in printed.splitlines()
+        if line.startswith(("search", "value head", "exact values"))
+    }
+    assert len(shares) == 3 and shares["exact values"] == [1.0, 1.0, 0.5]
+    assert all(0.0 <= share <= 1.0 for row in shares.values() for share in row)
+    assert "mistakes by turn total" in printed
+
+
+def test_the_pig_value_benchmark_refuses_a_missing_checkpoint_in_one_line(tmp_path):
+    import pytest
+
+    from benchmarks import pig_value_choices
+
+    with pytest.raises(
+        SystemExit, match=r"^pig_value_choices: error: checkpoint .* does not exist"
+    ):
+        pig_value_choices.main([str(tmp_path / "nothing")])

@@ -1,0 +1,163 @@
+"""Pig: how well would a run's value head choose on its own? The value's precision apart from
+the search's decision rule.
+
+For every reachable roll-or-stop choice the value head's choice is a one-ply lookahead. It takes
+the exact chance probabilities and the head's value of each position after the move, the
+mover's view (terminal positions: the game's result). Those choices are scored against the
+exact solution as the agent's own are (`mbrl.evaluation.pig_optimality`). The agent plays its
+search's most visited move. So the two rows together say whether the search's decision rule or
+the value behind it costs the optimal share. A third row checks the lookahead itself with the
+exact values (it must score 1.0). The last lines count the value head's mistakes by turn total.
+
+    python -m benchmarks.pig_value_choices runs/pig_base/piglet_chance_alphazero_seed0
+    python -m benchmarks.pig_value_choices RUN --simulations 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+from collections.abc import Callable
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from games.pig_optimal import ROLL, STOP, state_key
+from mbrl.evaluation.pig_optimality import PigOptimality
+from mbrl.loading import load_agent
+
+# (positions, mover) -> [len(positions)] the value of each position to ``mover``
+Values = Callable[[list, int], np.ndarray]
+
+
+def lookahead_choices(game, states: list, values: Values) -> np.ndarray:
+    """``[len(states)]`` the move with the larger one-ply value at each decision state."""
+    choices = []
+    for state in states:
+        mover = state.current_player()
+        worth = {}
+        for action in (ROLL, STOP):
+            after = game.apply_decision(state, action)
+            if after.state.is_chance_node():
+                distribution = game.chance_distribution(after.state)
+                codes = np.flatnonzero(distribution)
+                children = [game.apply_chance(after.state, int(code)) for code in codes]
+            else:
+                distribution, codes, children = np.ones(1), np.zeros(1, np.int64), [after.state]
+            start = game.returns(state)[mover]
+            gains = np.array([game.returns(child)[mover] - start for child in children])
+            worth[action] = float(distribution[codes] @ (gains + values(children, mover)))
+        choices.append(ROLL if worth[ROLL] > worth[STOP] else STOP)
+    return np.array(choices)
+
+
+def head_values(game, model) -> Values:
+    """The value head's (the search's ``model.evaluate``) value of each position to the mover
+    (0 at terminal positions, whose result the returns carry)."""
+
+    def values(positions: list, mover: int) -> np.ndarray:
+        out = np.zeros(len(positions))
+        live = [i for i, s in enumerate(positions) if not s.is_terminal()]
+        if live:
+            obs = np.stack([game.observation(positions[i]) for i in live])
+            with torch.inference_mode():
+                _, value = model.evaluate(obs)
+            sign = [1.0 if positions[i].current_player() == mover else -1.0 for i in live]
+            out[live] = np.asarray(value, np.float64) * np.array(sign)
+        return out
+
+    return values
+
+
+def exact_values(optimality: PigOptimality) -> Values:
+    """The exact ``2 P(win) - 1`` of each position to the mover (0 at terminal positions)."""
+    win = optimality.solution.win_probability
+
+    def values(positions: list, mover: int) -> np.ndarray:
+        out = []
+        for position in positions:
+            if position.is_terminal():
+                out.append(0.0)
+                continue
+            value = 2.0 * win[state_key(position)] - 1.0
+            out.append(value if position.current_player() == mover else -value)
+        return np.array(out)
+
+    return values
+
+
+def mistakes_by_turn_total(optimality: PigOptimality, choices: np.ndarray) -> dict[int, tuple]:
+    """``{turn total: (wrong choices, states)}``."""
+    wrong, total = collections.Counter(), collections.Counter()
+    for state, action in zip(optimality.states, choices, strict=True):
+        key = state_key(state)
+        total[key[2]] += 1
+        wrong[key[2]] += int(action) not in optimality.solution.optimal_actions(*key)
+    return {k: (wrong[k], total[k]) for k in sorted(total)}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("checkpoint", help="a Pig run directory or .ckpt file")
+    parser.add_argument(
+        "--simulations",
+        type=int,
+        default=-1,
+        help="the search's, per move (-1 = the run's evaluation setting, 0 = the raw policy)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        loaded = load_agent(args.checkpoint)
+        simulations = loaded.simulations(args.simulations, "--simulations")
+    except (ValueError, OSError) as error:  # a missing, corrupt or foreign checkpoint
+        raise SystemExit(f"pig_value_choices: error: {error}") from None
+    config = loaded.metadata["config"]["game"]
+    if loaded.kind != "chance" or config.get("name") != "pig":
+        raise SystemExit(
+            f"pig_value_choices: error: {args.checkpoint} is not a Pig run (its game: "
+            f"{config.get('kind')} {config.get('name')!r})"
+        )
+    optimality = PigOptimality(config.get("params", {}))
+    game = loaded.chance_game()
+    agent = loaded.agent(simulations)
+    rows = {
+        f"search, most visited ({simulations} sims)": _search_choices(agent, optimality),
+        "value head, one ply, exact chance": lookahead_choices(
+            game, optimality.states, head_values(game, agent.model)
+        ),
+        "exact values, one ply (check)": lookahead_choices(
+            game, optimality.states, exact_values(optimality)
+        ),
+    }
+    print(f"{args.checkpoint}: {len(optimality.states)} reachable roll-or-stop choices\n")
+    header = f"{'chooser':<36} {'optimal share':>13} {'on the path':>11} {'win vs optimal':>14}"
+    print(header)
+    print("-" * len(header))
+    for name, choices in rows.items():
+        print(
+            f"{name:<36} {optimality.shares(choices):>13.3f} "
+            f"{optimality.share_on_path(choices):>11.3f} "
+            f"{optimality.win_probability_against_optimal(choices):>14.3f}"
+        )
+    head = rows["value head, one ply, exact chance"]
+    print("\nthe value head's mistakes by turn total (wrong / states):")
+    print(
+        "  "
+        + ", ".join(
+            f"{k}: {w}/{n}" for k, (w, n) in mistakes_by_turn_total(optimality, head).items()
+        )
+    )
+
+
+def _search_choices(agent, optimality: PigOptimality) -> np.ndarray:
+    """The agent's own moves, as `PigOptimality.measure` asks for them."""
+    observed = SimpleNamespace(obs=optimality.obs, legal=optimality.legal)
+    return np.asarray(agent.act(observed, optimality.states))
+
+
+if __name__ == "__main__":
+    main()
