@@ -6,8 +6,10 @@ the exact chance probabilities and the head's value of each position after the m
 mover's view (terminal positions: the game's result). Those choices are scored against the
 exact solution as the agent's own are (`mbrl.evaluation.pig_optimality`). The agent plays its
 search's most visited move. So the two rows together say whether the search's decision rule or
-the value behind it costs the optimal share. A third row checks the lookahead itself with the
-exact values (it must score 1.0). The last lines count the value head's mistakes by turn total.
+the value behind it costs the optimal share. For Stochastic MuZero another row plays the
+afterstate Q head of its learned model, without search: the move whose ``Q(phi(h(o), a))`` is
+larger. A last row checks the lookahead itself with the exact values (it must score 1.0). The
+last lines count the value head's mistakes by turn total.
 
     python -m benchmarks.pig_value_choices runs/pig_base/piglet_chance_alphazero_seed0
     python -m benchmarks.pig_value_choices RUN --simulations 128
@@ -26,6 +28,7 @@ import torch
 from games.pig_optimal import ROLL, STOP, state_key
 from mbrl.evaluation.pig_optimality import PigOptimality
 from mbrl.loading import load_agent
+from mbrl.networks.support import ScalarSupport
 
 # (positions, mover) -> [len(positions)] the value of each position to ``mover``
 Values = Callable[[list, int], np.ndarray]
@@ -87,6 +90,25 @@ def exact_values(optimality: PigOptimality) -> Values:
     return values
 
 
+def afterstate_q_choices(network, optimality: PigOptimality) -> np.ndarray:
+    """Stochastic MuZero's afterstate Q head, no search: the move whose learned afterstate
+    ``phi(h(o), a)`` has the larger Q (the mover's view), rolling where stopping is illegal."""
+    support = ScalarSupport(network.settings.support_size)
+    obs = torch.from_numpy(optimality.obs)
+    with torch.inference_mode():
+        latent = network.represent(obs)
+        q = {
+            action: support.to_scalar(
+                network.predict_afterstate(
+                    network.afterstate(latent, torch.full((len(obs),), action))
+                )[1]
+            ).numpy()
+            for action in (ROLL, STOP)
+        }
+    stop = optimality.legal[:, STOP] & (q[STOP] >= q[ROLL])
+    return np.where(stop, STOP, ROLL)
+
+
 def mistakes_by_turn_total(optimality: PigOptimality, choices: np.ndarray) -> dict[int, tuple]:
     """``{turn total: (wrong choices, states)}``."""
     wrong, total = collections.Counter(), collections.Counter()
@@ -129,10 +151,14 @@ def main(argv=None) -> None:
         "value head, one ply, exact chance": lookahead_choices(
             game, optimality.states, head_values(game, agent.model)
         ),
-        "exact values, one ply (check)": lookahead_choices(
-            game, optimality.states, exact_values(optimality)
-        ),
     }
+    if loaded.metadata["algo"] == "stochastic_muzero":
+        rows["afterstate Q head, no search"] = afterstate_q_choices(
+            loaded.network.eval(), optimality
+        )
+    rows["exact values, one ply (check)"] = lookahead_choices(
+        game, optimality.states, exact_values(optimality)
+    )
     print(f"{args.checkpoint}: {len(optimality.states)} reachable roll-or-stop choices\n")
     header = f"{'chooser':<36} {'optimal share':>13} {'on the path':>11} {'win vs optimal':>14}"
     print(header)

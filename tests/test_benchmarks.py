@@ -175,18 +175,19 @@ def test_the_pig_value_benchmark_scores_the_search_the_value_head_and_the_exact_
     from benchmarks import chance_agents, pig_value_choices
 
     chance_agents.main(
-        ["--game", "piglet", "--algos", "chance_alphazero", "--run-root", str(tmp_path),
-         "--out", str(tmp_path / "piglet.jsonl"), "debug=tiny"]
+        ["--game", "piglet", "--algos", "stochastic_muzero", "--run-root", str(tmp_path),
+         "--out", str(tmp_path / "piglet.jsonl"), "debug=tiny", "algo.chance_codes=4"]
     )  # fmt: skip
     capsys.readouterr()
-    pig_value_choices.main([str(tmp_path / "piglet_chance_alphazero_seed0"), "--simulations", "4"])
+    run = str(tmp_path / "piglet_stochastic_muzero_seed0")
+    pig_value_choices.main([run, "--simulations", "4"])
     printed = capsys.readouterr().out
     shares = {
         line.split(",")[0]: [float(x) for x in line.split()[-3:]]
         for line in printed.splitlines()
-        if line.startswith(("search", "value head", "exact values"))
+        if line.startswith(("search", "value head", "afterstate Q", "exact values"))
     }
-    assert len(shares) == 3 and shares["exact values"] == [1.0, 1.0, 0.5]
+    assert len(shares) == 4 and shares["exact values"] == [1.0, 1.0, 0.5]
     assert all(0.0 <= share <= 1.0 for row in shares.values() for share in row)
     assert "mistakes by turn total" in printed
 
