@@ -75,12 +75,16 @@ def traced_searches():
 
 
 def parse_ints(text: str) -> list[int]:
+    """``"8,16"`` -> ``[8, 16]``: positive integers (simulations, root breadths)."""
     try:
-        return [int(x) for x in text.split(",")]
+        values = [int(x) for x in text.split(",")]
     except ValueError:
+        values = []
+    if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers; got {text!r}"
-        ) from None
+            f"expected comma-separated integers >= 1, like 8,16; got {text!r}"
+        )
+    return values
 
 
 def main(argv=None) -> None:
@@ -103,7 +107,7 @@ def main(argv=None) -> None:
         (f"gumbel m={m}", "gumbel", decoding.TreeSearchSettings(max_num_considered_actions=m))
         for m in args.considered
     ]
-    print(f"{len(items)} test prompts of Countdown-24; per search: passes for new prefixes, tree")
+    print(f"{len(items)} test prompts; per search: passes for new prefixes, tree")
     print("depth, and nodes below the played child (the next search reads them for free)\n")
     header = (
         f"{'method':<12} {'N':>3} {'accuracy':>8} {'passes/prompt':>13} {'searches/prompt':>15} "

@@ -201,3 +201,13 @@ def test_the_pig_value_benchmark_refuses_a_missing_checkpoint_in_one_line(tmp_pa
         SystemExit, match=r"^pig_value_choices: error: checkpoint .* does not exist"
     ):
         pig_value_choices.main([str(tmp_path / "nothing")])
+
+
+def test_the_tree_reuse_benchmark_refuses_budgets_below_one_in_one_line(capsys):
+    import pytest
+
+    from benchmarks import countdown_tree_reuse
+
+    with pytest.raises(SystemExit):
+        countdown_tree_reuse.main(["--budgets", "8,0"])
+    assert "expected comma-separated integers >= 1" in capsys.readouterr().err
