@@ -102,7 +102,8 @@ class Probe:
     def _latents(self, state, legal: np.ndarray) -> torch.Tensor:
         """``[M, ...]``: the state's latent once per legal move (MuZero), or each move's
         afterstate ``phi(h(o), a)`` (Stochastic MuZero)."""
-        latent = self.network.represent(self._obs([state]).expand(len(legal), -1, -1, -1))
+        obs = self._obs([state])
+        latent = self.network.represent(obs.expand(len(legal), *obs.shape[1:]))
         if self.algo == "stochastic_muzero":
             return self.network.afterstate(latent, torch.as_tensor(legal))
         return latent

@@ -25,10 +25,10 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
+from benchmarks.game2048_model_probe import Probe
 from games.pig_optimal import ROLL, STOP, state_key
 from mbrl.evaluation.pig_optimality import PigOptimality
 from mbrl.loading import load_agent
-from mbrl.networks.support import ScalarSupport
 
 # (positions, mover) -> [len(positions)] the value of each position to ``mover``
 Values = Callable[[list, int], np.ndarray]
@@ -90,23 +90,17 @@ def exact_values(optimality: PigOptimality) -> Values:
     return values
 
 
-def afterstate_q_choices(network, optimality: PigOptimality) -> np.ndarray:
+def afterstate_q_choices(run: str, optimality: PigOptimality) -> np.ndarray:
     """Stochastic MuZero's afterstate Q head, no search: the move whose learned afterstate
-    ``phi(h(o), a)`` has the larger Q (the mover's view), rolling where stopping is illegal."""
-    support = ScalarSupport(network.settings.support_size)
-    obs = torch.from_numpy(optimality.obs)
-    with torch.inference_mode():
-        latent = network.represent(obs)
-        q = {
-            action: support.to_scalar(
-                network.predict_afterstate(
-                    network.afterstate(latent, torch.full((len(obs),), action))
-                )[1]
-            ).numpy()
-            for action in (ROLL, STOP)
-        }
-    stop = optimality.legal[:, STOP] & (q[STOP] >= q[ROLL])
-    return np.where(stop, STOP, ROLL)
+    ``phi(h(o), a)`` has the larger Q (the mover's view; `Probe.learned_model` of the 2048
+    probe), rolling where stopping is illegal."""
+    probe = Probe(run)
+    moves = np.array([ROLL, STOP])
+    choices = []
+    for state, legal in zip(optimality.states, optimality.legal, strict=True):
+        q_roll, q_stop = probe.learned_model(state, moves)
+        choices.append(STOP if legal[STOP] and q_stop >= q_roll else ROLL)
+    return np.array(choices)
 
 
 def mistakes_by_turn_total(optimality: PigOptimality, choices: np.ndarray) -> dict[int, tuple]:
@@ -153,9 +147,7 @@ def main(argv=None) -> None:
         ),
     }
     if loaded.metadata["algo"] == "stochastic_muzero":
-        rows["afterstate Q head, no search"] = afterstate_q_choices(
-            loaded.network.eval(), optimality
-        )
+        rows["afterstate Q head, no search"] = afterstate_q_choices(args.checkpoint, optimality)
     rows["exact values, one ply (check)"] = lookahead_choices(
         game, optimality.states, exact_values(optimality)
     )
