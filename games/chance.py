@@ -326,6 +326,28 @@ class ChanceGameEnv:
             self._observe(b)
         return self.timestep()
 
+    def play_opening(self, index: int, rng: np.random.Generator, most: int) -> int:
+        """Play 0..``most`` (uniform) random decisions in game ``index``, each followed by its
+        chance drawn from the game's own generator, stopping short of a decision that would end
+        the game or reach ``max_moves``; returns how many were played. Self-play's random
+        openings (exploring starts): in a game of chance they reach positions that the agent's
+        own play rarely meets, such as a high opponent score, so its value is trained there too."""
+        played = 0
+        for _ in range(rng.integers(0, most + 1)):
+            if self.moves[index] + 1 >= self.game.max_moves:
+                break
+            state = self.states[index]
+            action = int(rng.choice(np.flatnonzero(self.game.legal_mask(state))))
+            transition = self.game.apply(state, action, self.rngs[index])
+            if transition.terminal:
+                break
+            self.states[index] = transition.state
+            self.last_chance_codes[index] = list(transition.chance_codes)
+            self.moves[index] += 1
+            played += 1
+        self._observe(index)
+        return played
+
     def _finished(self, b: int) -> bool:
         return self.states[b].is_terminal() or bool(self._truncated[b])
 

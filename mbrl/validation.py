@@ -11,7 +11,8 @@ from mbrl import registry
 from mbrl.config import LATENT_ALGORITHMS as LATENT
 from mbrl.config import TrainConfig
 
-BOARD_KINDS = ("openspiel", "chess")  # two-player games in BoardGameEnv: openings, resigning
+BOARD_KINDS = ("openspiel", "chess")  # two-player games in BoardGameEnv: resigning
+OPENING_KINDS = (*BOARD_KINDS, "chance")  # games whose envs play random openings
 
 # Lower bounds of the counts a user sets, checked before anything is built so that the message
 # names the key as typed (the parts' own checks know only their field names).
@@ -81,15 +82,15 @@ def validate(cfg: TrainConfig) -> None:
             f"{' | '.join(algorithm.game_kinds)}, and game.kind={kind} takes algo="
             f"{' | '.join(registry.algorithms_for(kind))}"
         )
-    board_only = {
-        "random_opening_moves": cfg.trainer.random_opening_moves != 0,
-        "resign_threshold": cfg.trainer.resign_threshold > -1.0,
+    game_specific = {
+        "random_opening_moves": (cfg.trainer.random_opening_moves != 0, OPENING_KINDS),
+        "resign_threshold": (cfg.trainer.resign_threshold > -1.0, BOARD_KINDS),
     }
-    for key, used in board_only.items():
-        if used and kind not in BOARD_KINDS:
+    for key, (used, kinds) in game_specific.items():
+        if used and kind not in kinds:
             raise ValueError(
-                f"trainer.{key}={getattr(cfg.trainer, key)} needs a board game (game.kind="
-                f"{' | '.join(BOARD_KINDS)}), got game.kind={kind}"
+                f"trainer.{key}={getattr(cfg.trainer, key)} needs game.kind="
+                f"{' | '.join(kinds)}, got game.kind={kind}"
             )
     for key in ("max_minutes", "max_train_minutes"):
         if not getattr(cfg.trainer, key) >= 0:

@@ -12,12 +12,13 @@ visit counts at the configured temperature for the first ``temperature_moves`` m
 (MuZero's schedule lowers the temperature as training goes on) and plays the most visited action
 after that.
 
-Board games only:
+Board games (and, for openings, games of chance):
 
 - ``random_opening_moves = N``: each game starts from 0..N uniformly random legal moves (seeded by
-  the game's id, never one that ends it), played at the reset without search and neither recorded
-  nor counted as self-play moves: openings the agent would not choose still get targets from its
-  own search, and the game's move number (temperature, search keys) starts after them.
+  the game's id, never one that ends it; a game of chance draws its chance after each as usual),
+  played at the reset without search and neither recorded nor counted as self-play moves:
+  openings the agent would not choose still get targets from its own search, and the game's move
+  number (temperature, search keys) starts after them.
 - ``resign_threshold``: AlphaZero's resignation (off at -1). A player whose search values its
   position below the threshold gives up and the previous move wins, except in every
   ``no_resign_every``-th game, which is played out so that ``resigned_wrongly`` counts how often
@@ -85,8 +86,8 @@ class SelfPlayActor:
     ):
         if random_opening_moves and not hasattr(env, "play_opening"):
             raise ValueError(
-                f"random_opening_moves={random_opening_moves} needs a board game (game.kind="
-                f"openspiel), whose moves can be played at a reset; {type(env).__name__} has none"
+                f"random_opening_moves={random_opening_moves} needs a game whose moves can be "
+                f"played at a reset (board games, games of chance); {type(env).__name__} has none"
             )
         if resign_threshold > -1.0 and not two_player:
             raise ValueError(

@@ -205,6 +205,24 @@ def test_move_limit_counts_decisions_and_truncates():
     assert step.truncated[0] and not step.terminated[0] and env.moves[0] == 2
 
 
+def test_random_openings_play_decisions_and_chance_but_never_end_the_game():
+    game = ChanceGame("pig", {"winscore": 10, "diceoutcomes": 2, "piglet": True}, max_moves=12)
+    env = ChanceGameEnv(game, batch_size=1)
+    lengths, scores = set(), set()
+    for game_id in range(80):
+        env.reset(seeds=[game_id])
+        played = env.play_opening(0, np.random.default_rng(game_id), 20)
+        state = env.states[0]
+        assert not state.is_terminal() and not game.is_chance(state)
+        assert played == env.moves[0] < game.max_moves  # stops short of the move limit too
+        step = env.timestep()
+        np.testing.assert_array_equal(step.legal[0], game.legal_mask(state))
+        lengths.add(played)
+        scores.add(str(state).splitlines()[0])
+    assert lengths == set(range(12))  # 0..11: the 12th decision would reach max_moves
+    assert len(scores) > 10  # openings reach many score lines
+
+
 def test_state_dict_round_trip_resumes_the_same_games():
     game = ChanceGame("backgammon", {"hyper_backgammon": True})
     env = ChanceGameEnv(game, batch_size=2, seed=5)

@@ -102,8 +102,18 @@ def test_bad_settings_are_refused():
         validate(TrainConfig(trainer=TrainerConfig(random_opening_moves=-1)))
     cartpole = TrainConfig(trainer=TrainerConfig(random_opening_moves=2))
     cartpole.game.kind, cartpole.game.name, cartpole.algo.name = "classic", "CartPole-v1", "muzero"
-    with pytest.raises(ValueError, match="random_opening_moves=2 needs a board game"):
+    with pytest.raises(
+        ValueError, match=r"random_opening_moves=2 needs game.kind=openspiel \| chess"
+    ):
         validate(cartpole)
+    pig = TrainConfig(trainer=TrainerConfig(random_opening_moves=2))
+    pig.game.kind, pig.game.name, pig.algo.name = "chance", "pig", "stochastic_muzero"
+    validate(pig)  # games of chance play openings too (exploring starts)
+    pig.trainer.resign_threshold = 0.5
+    with pytest.raises(
+        ValueError, match=r"resign_threshold=0.5 needs game.kind=openspiel \| chess,"
+    ):
+        validate(pig)
 
 
 def test_without_openings_every_game_starts_empty():
@@ -138,3 +148,24 @@ def test_board_symmetries_for_a_game_without_them_are_refused(tiny_config, tmp_p
     )
     with pytest.raises(ValueError, match="declares no board symmetries; games that do"):
         train(config)
+
+
+def test_games_of_chance_start_from_random_openings_too():
+    from games.chance import ChanceGameEnv
+    from tests.mbrl.test_stochastic_muzero import piglet_model
+
+    game, model = piglet_model()
+    actor = SelfPlayActor(
+        ChanceGameEnv(game, batch_size=8),
+        model,
+        SearchSettings(num_simulations=4),
+        seed=5,
+        two_player=True,
+        temperature_moves=0,
+        random_opening_moves=6,
+    )
+    assert actor.moves.tolist() == actor.env.moves.tolist() and actor.moves.max() > 0
+    start = game.observation(game.new_state())
+    episodes = play(actor, 8)
+    later_starts = [not np.array_equal(e.obs[0], start) for e in episodes]
+    assert any(later_starts) and not all(later_starts)  # some games had an opening, some not
