@@ -168,6 +168,9 @@ def test_ctrl_c_in_play_exits_with_one_line(trained_run, when):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # the signal goes to this process alone
+        # A shell's background job (`make test &`) ignores SIGINT, and children inherit that:
+        # restore the default so that Python installs its KeyboardInterrupt handler.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         expected = "your move" if when == "at the prompt" else "you play second"
