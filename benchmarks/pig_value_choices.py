@@ -9,7 +9,9 @@ search's most visited move. So the two rows together say whether the search's de
 the value behind it costs the optimal share. For Stochastic MuZero another row plays the
 afterstate Q head of its learned model, without search: the move whose ``Q(phi(h(o), a))`` is
 larger. A last row checks the lookahead itself with the exact values (it must score 1.0). The
-last lines count the value head's mistakes by turn total.
+last lines count the value head's mistakes by turn total, and its mean error there: self-play
+rarely reaches high turn totals, and the head is far off there (`pig_value_capacity` shows that
+the network could hold the exact values).
 
     python -m benchmarks.pig_value_choices runs/pig_base/piglet_chance_alphazero_seed0
     python -m benchmarks.pig_value_choices RUN --simulations 128
@@ -113,6 +115,16 @@ def mistakes_by_turn_total(optimality: PigOptimality, choices: np.ndarray) -> di
     return {k: (wrong[k], total[k]) for k in sorted(total)}
 
 
+def value_errors_by_turn_total(optimality: PigOptimality, model) -> dict[int, float]:
+    """``{turn total: mean(value head - exact 2 P(win) - 1)}`` over the choice states, the
+    mover's view: the sign says whether the head over- or under-values that turn total."""
+    with torch.inference_mode():
+        _, value = model.evaluate(optimality.obs)
+    error = np.asarray(value, np.float64) - optimality.exact_value
+    turn_totals = np.array([state_key(state)[2] for state in optimality.states])
+    return {int(k): float(error[turn_totals == k].mean()) for k in np.unique(turn_totals)}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -169,6 +181,9 @@ def main(argv=None) -> None:
             f"{k}: {w}/{n}" for k, (w, n) in mistakes_by_turn_total(optimality, head).items()
         )
     )
+    print("the value head's mean error by turn total (head - exact, in [-2, 2]):")
+    errors = value_errors_by_turn_total(optimality, agent.model)
+    print("  " + ", ".join(f"{k}: {e:+.3f}" for k, e in errors.items()))
 
 
 def _search_choices(agent, optimality: PigOptimality) -> np.ndarray:

@@ -336,16 +336,19 @@ def state_key(state) -> tuple[int, int, int]:
     return (first, second, turn_total) if player == 0 else (second, first, turn_total)
 
 
-def reachable_decision_states(winscore: int, *, dice_outcomes: int = 6, piglet: bool = False):
+def reachable_decision_states(
+    winscore: int, *, dice_outcomes: int = 6, piglet: bool = False, choices_only: bool = True
+):
     """Every decision state of OpenSpiel's pig reachable from the start where the mover has a
-    choice (roll and stop both legal), one pyspiel state per (scores, turn total, player to
-    move), found breadth first through OpenSpiel itself."""
+    choice (roll and stop both legal; with ``choices_only=False`` also those where stopping is
+    the only legal move), one pyspiel state per (scores, turn total, player to move), found
+    breadth first through OpenSpiel itself."""
     rules = pig_rules(winscore, dice_outcomes=dice_outcomes, piglet=piglet)
     start = pyspiel.load_game("pig", rules.params).new_initial_state()
     seen, frontier, choices = {str(start)}, deque([start]), []
     while frontier:
         state = frontier.popleft()
-        if not state.is_chance_node() and len(state.legal_actions()) == 2:
+        if not state.is_chance_node() and (not choices_only or len(state.legal_actions()) == 2):
             choices.append(state)
         moves = (
             [code for code, _ in state.chance_outcomes()]

@@ -189,18 +189,27 @@ def test_the_pig_value_benchmark_scores_the_search_the_value_head_and_the_exact_
     }
     assert len(shares) == 4 and shares["exact values"] == [1.0, 1.0, 0.5]
     assert all(0.0 <= share <= 1.0 for row in shares.values() for share in row)
-    assert "mistakes by turn total" in printed
+    assert "mistakes by turn total" in printed and "mean error by turn total" in printed
+    # The same network, fitted to the exact values, can choose (nearly) every move right.
+    from benchmarks import pig_value_capacity
+
+    pig_value_capacity.main([run, "--noise", "0", "--steps", "600", "--lr", "0.01"])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    own = next(row for row in rows if row[:2] == ["the", "run's"])
+    fitted = next(row for row in rows if row[:1] == ["fitted"])
+    assert float(fitted[-4]) < float(own[-4]) / 5  # mean |error|: 0.04 against 0.56
+    assert float(fitted[-3]) > 0.8 > float(own[-3])  # optimal share: 0.91 against 0.36
 
 
-def test_the_pig_value_benchmark_refuses_a_missing_checkpoint_in_one_line(tmp_path):
+def test_the_pig_value_benchmarks_refuse_a_missing_checkpoint_in_one_line(tmp_path):
     import pytest
 
-    from benchmarks import pig_value_choices
+    from benchmarks import pig_value_capacity, pig_value_choices
 
-    with pytest.raises(
-        SystemExit, match=r"^pig_value_choices: error: checkpoint .* does not exist"
-    ):
-        pig_value_choices.main([str(tmp_path / "nothing")])
+    for benchmark in (pig_value_choices, pig_value_capacity):
+        name = benchmark.__name__.split(".")[-1]
+        with pytest.raises(SystemExit, match=rf"^{name}: error: checkpoint .* does not exist"):
+            benchmark.main([str(tmp_path / "nothing")])
 
 
 def test_the_tree_reuse_benchmark_refuses_budgets_below_one_in_one_line(capsys):

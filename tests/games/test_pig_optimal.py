@@ -302,6 +302,14 @@ def test_reachable_decision_states_are_every_choice_without_a_1():
     }
     assert len(found) == len(set(found)) and set(found) == expected
     assert all(s.legal_actions() == [ROLL, STOP] for s in states)
+    # With the forced stops: scores and a turn total that reach the winscore, stop the only move.
+    every = reachable_decision_states(winscore, choices_only=False)
+    forced = {(state_key(s), s.current_player()) for s in every} - expected
+    assert len(every) == len(found) + len(forced)
+    assert forced and all(i + k >= winscore for (i, _, k), _ in forced)
+    assert all(
+        s.legal_actions() == [STOP] for s in every if (state_key(s), s.current_player()) in forced
+    )
 
 
 def test_optimal_actions_name_both_on_a_tie_and_only_stop_where_it_wins():
