@@ -49,6 +49,7 @@ class AlgoConfig:
     reanalyze_policy: float = 0.0  # fraction of samples whose policy targets are re-searched
     # AlphaZero: value target = (1 - w) * game outcome + w * the search's Q of the move played;
     # 0 = the outcome only (the paper). Mixing in the search value lowers the target's variance.
+    # The true-chance AlphaZero mixes its n-step target the same way (its Q is exact in chance).
     search_value_weight: float = 0.0
     segment_length: int = 0  # long episodes enter replay in blocks (EfficientZero: 400)
     # Stochastic MuZero only: the learned chance codebook's size C, the weight of sigma's

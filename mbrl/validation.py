@@ -106,8 +106,14 @@ def validate(cfg: TrainConfig) -> None:
         raise ValueError(f"algo.discount must lie in (0, 1], got {cfg.algo.discount}")
     if not 0.0 <= cfg.algo.search_value_weight <= 1.0:
         raise ValueError(
-            "algo.search_value_weight must be in [0, 1] (0 = the game outcome only), got "
+            "algo.search_value_weight must be in [0, 1] (0 = the value targets alone), got "
             f"{cfg.algo.search_value_weight}"
+        )
+    if cfg.algo.search_value_weight and cfg.algo.name in LATENT:
+        raise ValueError(
+            f"algo.search_value_weight={cfg.algo.search_value_weight} mixes the search's Q of "
+            "the move played into value targets one position deep (algo=alphazero | "
+            f"gumbel_alphazero | chance_alphazero); algo={cfg.algo.name} unrolls a learned model"
         )
     if cfg.backend.reanalyzers and (cfg.backend.name != "ray" or cfg.algo.name not in LATENT):
         raise ValueError(

@@ -19,7 +19,9 @@ replay:
   values refreshed by a target network (`mbrl.selfplay.reanalyze`);
 - AlphaZero and Gumbel AlphaZero: the true game as the model, and the K = 0 unroll whose n-step
   value (n >= the game's length, discount 1) is the game's outcome for the player to move, mixed
-  with weight ``algo.search_value_weight`` with the search's Q of the move played.
+  with weight ``algo.search_value_weight`` with the search's Q of the move played;
+- the true-chance AlphaZero: the true game and its dice as the model, K = 0, and the n-step
+  values of the learned models, mixed with the move's Q the same way.
 
 The module's ``state_dict`` (replay, games in progress, RNG, counters) is saved inside every
 Lightning checkpoint, which is what lets a killed run resume. With several learner devices
@@ -198,13 +200,19 @@ class SelfPlayDataModule(L.LightningDataModule):
                 self.pipeline.append((unroll, self.reanalyzer.submit(unroll)))
             unroll, ticket = self.pipeline.popleft()
             targets = self.reanalyzer.collect(unroll, ticket)
+        value = targets.value
+        weight = self.algo.search_value_weight
+        if weight:  # the true-chance AlphaZero: K = 0, one position per sample (validation)
+            move_value = self.replay.move_value[unroll.indices % self.replay.capacity]
+            value = value.copy()
+            value[:, 0] = (1.0 - weight) * value[:, 0] + weight * move_value
         batch = {
             "obs": unroll.obs,
             "legal": unroll.legal,
             "actions": unroll.actions,
             "policy": targets.policy,
             "reward": unroll.reward,
-            "value": targets.value,
+            "value": value,
             "policy_mask": unroll.policy_mask,
             "value_mask": unroll.value_mask,
             "reward_mask": unroll.reward_mask,

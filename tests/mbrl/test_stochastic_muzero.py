@@ -322,3 +322,35 @@ def test_hyper_backgammon_trains_and_is_scored_against_a_random_player(tiny_conf
     assert len(score) == 1 and -1.0 <= score[0] <= 1.0
     report = evaluate(EvalCommandConfig(checkpoint=str(tmp_path), games=4, seed=0))
     assert report["score_vs_random"] == pytest.approx(score[0])  # the run's seed and games
+
+
+def test_the_true_chance_agent_mixes_the_moves_q_into_its_n_step_targets(tiny_config, tmp_path):
+    import lightning as L
+
+    from mbrl.train import build
+
+    batches, replays = {}, {}
+    for weight in (0.0, 0.5):
+        run_dir = tmp_path / str(weight)
+        cfg = tiny_config(
+            f"run_dir={run_dir}",
+            "game=piglet",
+            "algo=chance_alphazero",
+            f"algo.search_value_weight={weight}",
+        )
+        L.seed_everything(0, verbose=False)  # as train() does: the same network, the same games
+        _, data, _ = build(cfg, run_dir)
+        batches[weight] = {k: v.numpy() for k, v in data.next_batch().items()}
+        replays[weight] = data.replay
+    plain, mixed = batches[0.0], batches[0.5]
+    np.testing.assert_array_equal(plain["indices"], mixed["indices"])  # the same self-play
+    replay = replays[0.5]
+    move_value = replay.move_value[mixed["indices"] % replay.capacity]
+    expected = 0.5 * plain["value"][:, 0] + 0.5 * move_value
+    np.testing.assert_allclose(mixed["value"][:, 0], expected, atol=1e-6)
+    assert np.abs(move_value - plain["value"][:, 0]).max() > 0.01  # the mixing shows
+
+
+def test_a_learned_model_refuses_the_search_value_weight(tiny_config, tmp_path):
+    with pytest.raises(ValueError, match=r"search_value_weight=0.5 .*algo=muzero unrolls"):
+        train(tiny_config(f"run_dir={tmp_path}", "algo=muzero", "algo.search_value_weight=0.5"))
