@@ -81,10 +81,20 @@ def _noises(text: str) -> list[float]:
     return noises
 
 
-def _at_least_one(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+def _at_least(smallest: int):
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < smallest:
+            raise argparse.ArgumentTypeError(f"must be >= {smallest}, got {value}")
+        return value
+
+    return parse
+
+
+def _learning_rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be > 0 and finite, got {text!r}")
     return value
 
 
@@ -95,10 +105,10 @@ def main(argv=None) -> None:
     )
     parser.add_argument("checkpoint", help="a Pig run directory or .ckpt file")
     parser.add_argument("--noise", type=_noises, default=[0.0, 0.3, 1.0], help="target noise sd")
-    parser.add_argument("--steps", type=_at_least_one, default=4000, help="updates per fit")
-    parser.add_argument("--batch-size", type=_at_least_one, default=128)
-    parser.add_argument("--lr", type=float, default=1e-3, help="Adam, cosine to 0")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=_at_least(1), default=4000, help="updates per fit")
+    parser.add_argument("--batch-size", type=_at_least(1), default=128)
+    parser.add_argument("--lr", type=_learning_rate, default=1e-3, help="Adam, cosine to 0")
+    parser.add_argument("--seed", type=_at_least(0), default=0)
     args = parser.parse_args(argv)
     try:
         loaded = load_agent(args.checkpoint)
@@ -130,8 +140,9 @@ def main(argv=None) -> None:
     print("-" * len(header))
     for name, model in models.items():
         choices = lookahead_choices(game, optimality.states, head_values(game, model))
+        error, share = mean_abs_error(model, obs, target), optimality.shares(choices)
         print(
-            f"{name:<38} {mean_abs_error(model, obs, target):>12.4f} {optimality.shares(choices):>13.3f} "
+            f"{name:<38} {error:>12.4f} {share:>13.3f} "
             f"{optimality.share_on_path(choices):>11.3f} "
             f"{optimality.win_probability_against_optimal(choices):>14.3f}"
         )
