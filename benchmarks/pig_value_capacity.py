@@ -22,10 +22,9 @@ import copy
 import numpy as np
 import torch
 
-from benchmarks.pig_value_choices import head_values, lookahead_choices
+from benchmarks.pig_value_choices import head_values, load_pig_run, lookahead_choices
 from games.pig_optimal import reachable_decision_states, state_key
 from mbrl.evaluation.pig_optimality import PigOptimality
-from mbrl.loading import load_agent
 
 
 def exact_targets(game, optimality: PigOptimality) -> tuple[torch.Tensor, torch.Tensor]:
@@ -110,18 +109,7 @@ def main(argv=None) -> None:
     parser.add_argument("--lr", type=_learning_rate, default=1e-3, help="Adam, cosine to 0")
     parser.add_argument("--seed", type=_at_least(0), default=0)
     args = parser.parse_args(argv)
-    try:
-        loaded = load_agent(args.checkpoint)
-    except (ValueError, OSError) as error:  # a missing, corrupt or foreign checkpoint
-        raise SystemExit(f"pig_value_capacity: error: {error}") from None
-    config = loaded.metadata["config"]["game"]
-    if loaded.kind != "chance" or config.get("name") != "pig":
-        raise SystemExit(
-            f"pig_value_capacity: error: {args.checkpoint} is not a Pig run (its game: "
-            f"{config.get('kind')} {config.get('name')!r})"
-        )
-    optimality = PigOptimality(config.get("params", {}))
-    game = loaded.chance_game()
+    loaded, optimality, game = load_pig_run(args.checkpoint, "pig_value_capacity")
     obs, target = exact_targets(game, optimality)
     run_model = loaded.agent(0).model
     models = {"the run's own value head": run_model}

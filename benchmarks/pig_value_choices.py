@@ -125,6 +125,22 @@ def value_errors_by_turn_total(optimality: PigOptimality, model) -> dict[int, fl
     return {int(k): float(error[turn_totals == k].mean()) for k in np.unique(turn_totals)}
 
 
+def load_pig_run(checkpoint: str, program: str):
+    """``(loaded run, PigOptimality, its ChanceGame)``; a missing, corrupt or foreign
+    checkpoint, or another game's run, exits with one line naming ``program``."""
+    try:
+        loaded = load_agent(checkpoint)
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"{program}: error: {error}") from None
+    config = loaded.metadata["config"]["game"]
+    if loaded.kind != "chance" or config.get("name") != "pig":
+        raise SystemExit(
+            f"{program}: error: {checkpoint} is not a Pig run (its game: "
+            f"{config.get('kind')} {config.get('name')!r})"
+        )
+    return loaded, PigOptimality(config.get("params", {})), loaded.chance_game()
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -138,19 +154,11 @@ def main(argv=None) -> None:
         help="the search's, per move (-1 = the run's evaluation setting, 0 = the raw policy)",
     )
     args = parser.parse_args(argv)
+    loaded, optimality, game = load_pig_run(args.checkpoint, "pig_value_choices")
     try:
-        loaded = load_agent(args.checkpoint)
         simulations = loaded.simulations(args.simulations, "--simulations")
-    except (ValueError, OSError) as error:  # a missing, corrupt or foreign checkpoint
+    except ValueError as error:
         raise SystemExit(f"pig_value_choices: error: {error}") from None
-    config = loaded.metadata["config"]["game"]
-    if loaded.kind != "chance" or config.get("name") != "pig":
-        raise SystemExit(
-            f"pig_value_choices: error: {args.checkpoint} is not a Pig run (its game: "
-            f"{config.get('kind')} {config.get('name')!r})"
-        )
-    optimality = PigOptimality(config.get("params", {}))
-    game = loaded.chance_game()
     agent = loaded.agent(simulations)
     rows = {
         f"search, most visited ({simulations} sims)": _search_choices(agent, optimality),
