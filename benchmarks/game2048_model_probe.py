@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from games.chance import ChanceGame
-from mbrl.loading import load_agent
+from mbrl.loading import LoadedAgent, load_agent
 from mbrl.networks.support import ScalarSupport
 
 Scores = Callable[[object, np.ndarray], np.ndarray]  # (state, legal actions) -> their scores
@@ -60,8 +60,7 @@ def play(game: ChanceGame, scores: Scores, episodes: int, seed: int) -> np.ndarr
 class Probe:
     """The one-step scores of one checkpoint's parts."""
 
-    def __init__(self, run: str):
-        loaded = load_agent(run)
+    def __init__(self, loaded: LoadedAgent):
         self.algo = loaded.metadata["algo"]
         self.game = loaded.chance_game()
         self.network = loaded.network.eval()
@@ -162,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(args.seed)
     rows = []
     for run in args.runs:
-        probe = Probe(run)
+        probe = Probe(load_agent(run))
         if probe.game.name != "2048":
             parser.error(f"{run} was trained on {probe.game.name!r}; this probe needs 2048")
         players: dict[str, Scores] = {

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from benchmarks.pig_value_choices import head_values, load_pig_run, lookahead_choices
-from games.pig_optimal import reachable_decision_states, state_key
+from games.pig_optimal import reachable_decision_states
 from mbrl.evaluation.pig_optimality import PigOptimality
 
 
@@ -34,10 +34,8 @@ def exact_targets(game, optimality: PigOptimality) -> tuple[torch.Tensor, torch.
     positions = reachable_decision_states(
         rules.winscore, dice_outcomes=rules.dice_outcomes, piglet=rules.piglet, choices_only=False
     )
-    win = optimality.solution.win_probability
     obs = torch.from_numpy(np.stack([game.observation(p) for p in positions]))
-    value = torch.tensor([2.0 * win[state_key(p)] - 1.0 for p in positions], dtype=torch.float32)
-    return obs, value
+    return obs, torch.tensor(optimality.exact_values(positions), dtype=torch.float32)
 
 
 def fit_exact_values(model, obs: torch.Tensor, target: torch.Tensor, args, noise: float) -> None:

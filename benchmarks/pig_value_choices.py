@@ -30,7 +30,7 @@ import torch
 from benchmarks.game2048_model_probe import Probe
 from games.pig_optimal import ROLL, STOP, state_key
 from mbrl.evaluation.pig_optimality import PigOptimality
-from mbrl.loading import load_agent
+from mbrl.loading import LoadedAgent, load_agent
 
 # (positions, mover) -> [len(positions)] the value of each position to ``mover``
 Values = Callable[[list, int], np.ndarray]
@@ -92,11 +92,11 @@ def exact_values(optimality: PigOptimality) -> Values:
     return values
 
 
-def afterstate_q_choices(run: str, optimality: PigOptimality) -> np.ndarray:
+def afterstate_q_choices(loaded: LoadedAgent, optimality: PigOptimality) -> np.ndarray:
     """Stochastic MuZero's afterstate Q head, no search: the move whose learned afterstate
     ``phi(h(o), a)`` has the larger Q (the mover's view; `Probe.learned_model` of the 2048
     probe), rolling where stopping is illegal."""
-    probe = Probe(run)
+    probe = Probe(loaded)
     moves = np.array([ROLL, STOP])
     choices = []
     for state, legal in zip(optimality.states, optimality.legal, strict=True):
@@ -167,7 +167,7 @@ def main(argv=None) -> None:
         ),
     }
     if loaded.metadata["algo"] == "stochastic_muzero":
-        rows["afterstate Q head, no search"] = afterstate_q_choices(args.checkpoint, optimality)
+        rows["afterstate Q head, no search"] = afterstate_q_choices(loaded, optimality)
     rows["exact values, one ply (check)"] = lookahead_choices(
         game, optimality.states, exact_values(optimality)
     )

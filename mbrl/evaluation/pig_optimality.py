@@ -51,9 +51,13 @@ class PigOptimality:
         # The trivial policies' shares: what a measurement must beat to mean anything.
         self.always_roll_share = optimal_share(lambda state: ROLL, self.solution, states)
         self.always_stop_share = optimal_share(lambda state: STOP, self.solution, states)
-        # The mover's exact value in [-1, 1] (win +1, loss -1, no discount).
+        self.exact_value = self.exact_values(states)
+
+    def exact_values(self, states) -> np.ndarray:
+        """``[len(states)]`` the mover's exact value in [-1, 1] (win +1, loss -1, no discount)
+        of each decision state."""
         win = self.solution.win_probability
-        self.exact_value = np.array([2.0 * win[state_key(state)] - 1.0 for state in states])
+        return np.array([2.0 * win[state_key(state)] - 1.0 for state in states])
 
     def shares(self, actions: np.ndarray) -> float:
         """The share of the states (in ``self.states``' order) where ``actions`` is optimal."""

@@ -177,9 +177,7 @@ class SelfPlayDataModule(L.LightningDataModule):
         (one game's outcome is a noisy sample, the search's Q a biased but steadier estimate of
         the same game's continuation)."""
         unroll = self.replay.sample(self.loop.batch_size, self.rng)
-        weight = self.algo.search_value_weight
-        move_value = self.replay.move_value[unroll.indices % self.replay.capacity]
-        value = (1.0 - weight) * unroll.value[:, 0] + weight * move_value
+        value = self._mix_in_search_value(unroll.value[:, 0], unroll.indices)
         return {
             "obs": unroll.obs,
             "legal": unroll.legal,
@@ -188,6 +186,13 @@ class SelfPlayDataModule(L.LightningDataModule):
             "weights": unroll.weights,
             "indices": unroll.indices,
         }
+
+    def _mix_in_search_value(self, value: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        """``[B]`` ``(1 - w) * value + w * the search's Q of the move played`` at the replay
+        positions ``indices``, ``w = algo.search_value_weight``, in ``value``'s dtype."""
+        weight = self.algo.search_value_weight
+        move_value = self.replay.move_value[indices % self.replay.capacity]
+        return ((1.0 - weight) * value + weight * move_value).astype(value.dtype)
 
     def _unroll_batch(self) -> dict[str, np.ndarray]:
         self.reanalyzer.refresh(self.gradient_steps)
@@ -201,11 +206,8 @@ class SelfPlayDataModule(L.LightningDataModule):
             unroll, ticket = self.pipeline.popleft()
             targets = self.reanalyzer.collect(unroll, ticket)
         value = targets.value
-        weight = self.algo.search_value_weight
-        if weight:  # the true-chance AlphaZero: K = 0, one position per sample (validation)
-            move_value = self.replay.move_value[unroll.indices % self.replay.capacity]
-            value = value.copy()
-            value[:, 0] = (1.0 - weight) * value[:, 0] + weight * move_value
+        if self.algo.search_value_weight:  # the true-chance AlphaZero: K = 0 (validation)
+            value = self._mix_in_search_value(value[:, 0], unroll.indices)[:, None]
         batch = {
             "obs": unroll.obs,
             "legal": unroll.legal,
