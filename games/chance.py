@@ -234,6 +234,32 @@ class ChanceGame:
             state.apply_action(codes[-1])
         return state, codes
 
+    def replay(self, history) -> tuple[Any, int, list[int]]:
+        """The state that ``history`` (``state.history()``: decisions and chance outcomes from
+        the start) reaches, each action checked, since OpenSpiel applies an out-of-range one
+        blindly: ``(state, decisions played, the codes after the last decision)``. A history
+        with an illegal action, or one that stops at a chance node, raises ValueError."""
+        game_state, moves, codes = self.new_state(), 0, []
+        for action in map(int, history):
+            chance = game_state.is_chance_node()
+            if game_state.is_terminal():
+                legal = False
+            elif chance:
+                legal = dict(game_state.chance_outcomes()).get(action, 0.0) > 0.0
+            else:
+                legal = action in game_state.legal_actions()
+            if not legal:
+                raise ValueError(
+                    f"plays {'chance outcome' if chance else 'move'} {action} illegally after "
+                    f"{game_state.history()}"
+                )
+            codes = [*codes, action] if chance else []
+            moves += not chance
+            game_state.apply_action(action)
+        if game_state.is_chance_node():
+            raise ValueError(f"stops at a chance node after {game_state.history()}")
+        return game_state, moves, codes
+
     def apply(self, state, action: int, rng: np.random.Generator) -> ChanceTransition:
         """Play decision ``action`` then the chance after it, sampled with ``rng``."""
         afterstate = self.apply_decision(state, action)
@@ -378,32 +404,13 @@ class ChanceGameEnv:
         self._seeder.bit_generator.state = state["seeder"]
 
     def _replay(self, b: int, history) -> tuple[Any, int, list[int]]:
-        """Game ``b``'s state rebuilt from its actions, each checked: OpenSpiel applies an
-        out-of-range action blindly. Returns the state, its decisions and its last codes."""
-        game_state, moves, codes = self.game.new_state(), 0, []
-        for action in map(int, history):
-            chance = game_state.is_chance_node()
-            if game_state.is_terminal():
-                legal = False
-            elif chance:
-                legal = dict(game_state.chance_outcomes()).get(action, 0.0) > 0.0
-            else:
-                legal = action in game_state.legal_actions()
-            if not legal:
-                raise ValueError(
-                    f"checkpoint's game {b} in progress plays "
-                    f"{'chance outcome' if chance else 'move'} {action} illegally after "
-                    f"{game_state.history()}; the checkpoint is corrupt or from another game"
-                )
-            codes = [*codes, action] if chance else []
-            moves += not chance
-            game_state.apply_action(action)
-        if game_state.is_chance_node():
+        try:
+            return self.game.replay(history)
+        except ValueError as error:
             raise ValueError(
-                f"checkpoint's game {b} in progress stops at a chance node after "
-                f"{game_state.history()}; the checkpoint is corrupt or from another game"
-            )
-        return game_state, moves, codes
+                f"checkpoint's game {b} in progress {error}; the checkpoint is corrupt or from "
+                "another game"
+            ) from None
 
     def _observe(self, b: int) -> None:
         self._obs[b] = self.game.observation(self.states[b])

@@ -65,16 +65,20 @@ def load_safely(path: str | os.PathLike, map_location: Any = "cpu", mmap: bool =
         ) from None
 
 
+# The data module's replays (episodes; the search trees' value targets): last.ckpt only.
+REPLAY_KEYS = frozenset({"replay", "tree_values"})
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Atomic writes and safe loads; only ``last.ckpt`` (what a re-run resumes from) carries the
-    replay buffer, so the periodic ``stepNNNNNN.ckpt`` files stay small (weights, optimizer,
+    replay buffers, so the periodic ``stepNNNNNN.ckpt`` files stay small (weights, optimizer,
     counters)."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
         path = Path(path)
         if path.name != LAST:
             checkpoint = {
-                key: {**value, "replay": None}
+                key: {**value, **dict.fromkeys(REPLAY_KEYS & value.keys())}
                 if isinstance(value, dict) and "replay" in value
                 else value
                 for key, value in checkpoint.items()

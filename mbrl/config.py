@@ -51,6 +51,14 @@ class AlgoConfig:
     # 0 = the outcome only (the paper). Mixing in the search value lowers the target's variance.
     # The true-chance AlphaZero mixes its n-step target the same way (its Q is exact in chance).
     search_value_weight: float = 0.0
+    # The true-chance AlphaZero: the weight of a second value loss on every position its
+    # searches have found (mbrl.selfplay.tree_values), each equally often, toward the
+    # max_a Q(s, a) of its latest tree node with at least tree_value_min_visits visits; and how
+    # many of those positions the learner searches again per gradient step (drawn equally
+    # often, so the table spreads to positions self-play seldom plays). 0 = off.
+    tree_value_weight: float = 0.0
+    tree_value_min_visits: int = 2
+    tree_value_searches: int = 0
     segment_length: int = 0  # long episodes enter replay in blocks (EfficientZero: 400)
     # Stochastic MuZero only: the learned chance codebook's size C, the weight of sigma's
     # cross-entropy to the encoder's codes and of the encoder's commitment to its code.

@@ -145,6 +145,13 @@ class MuZeroObjective:
         }
         if algo.consistency_weight:
             metrics["consistency_loss"] = consistency.mean().detach()
+        if "tree_obs" in batch:  # the true-chance AlphaZero's tree node targets (unweighted)
+            _, tree_logits = network.predict(network.represent(batch["tree_obs"]))
+            tree_value = losses.categorical_cross_entropy(
+                tree_logits, value_support.to_distribution(batch["tree_value"])
+            ).mean()
+            loss = loss + algo.tree_value_weight * tree_value
+            metrics.update(loss=loss.detach(), tree_value_loss=tree_value.detach())
         return losses.LossOutput(loss, value_error, metrics)
 
     def _reward_targets(self, reward: torch.Tensor) -> torch.Tensor:

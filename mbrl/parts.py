@@ -124,6 +124,7 @@ def self_play_actor(cfg: TrainConfig, parts: GameParts, seed: int):
         random_opening_moves=cfg.trainer.random_opening_moves,
         resign_threshold=cfg.trainer.resign_threshold,
         bootstrap_truncation=not parts.outcome_targets,  # AlphaZero: a cut-off game is a draw
+        tree_value_min_visits=cfg.algo.tree_value_min_visits if cfg.algo.tree_value_weight else 0,
     )
     return actor, network
 

@@ -46,6 +46,7 @@ from mbrl.selfplay.data_parallel import (
 )
 from mbrl.selfplay.embedded import SelfPlayDataModule
 from mbrl.selfplay.local_actors import LocalActors
+from mbrl.selfplay.tree_values import PositionTable
 from mbrl.system import System
 from mbrl.threads import configure_threads
 from mbrl.validation import validate
@@ -135,6 +136,15 @@ def _self_play_data(cfg: TrainConfig, parts) -> SelfPlayDataModule:
         symmetries=symmetries(cfg, environment.game),
         outcome_targets=parts.outcome_targets,
         remote_reanalysis=remote_reanalysis,
+        positions=(
+            PositionTable(
+                cfg.replay.capacity,
+                environment.obs_shape,
+                lambda history: environment.env.game.replay(history)[0],
+            )
+            if algo.tree_value_weight
+            else None
+        ),
     )
 
 

@@ -115,6 +115,7 @@ def validate(cfg: TrainConfig) -> None:
             "the move played into value targets one position deep (algo=alphazero | "
             f"gumbel_alphazero | chance_alphazero); algo={cfg.algo.name} unrolls a learned model"
         )
+    _check_tree_values(cfg)
     if cfg.backend.reanalyzers and (cfg.backend.name != "ray" or cfg.algo.name not in LATENT):
         raise ValueError(
             f"backend.reanalyzers={cfg.backend.reanalyzers} needs backend=ray and a learned "
@@ -140,6 +141,35 @@ def validate(cfg: TrainConfig) -> None:
         raise ValueError(
             f"algo {cfg.algo.name} searches with search.policy={expected}, got "
             f"{cfg.search.policy!r}"
+        )
+
+
+def _check_tree_values(cfg: TrainConfig) -> None:
+    algo = cfg.algo
+    if not algo.tree_value_weight >= 0:
+        raise ValueError(
+            f"algo.tree_value_weight must be >= 0 (0 = off), got {algo.tree_value_weight}"
+        )
+    for key in ("tree_value_min_visits", "tree_value_searches"):
+        least = 1 if key == "tree_value_min_visits" else 0
+        if getattr(algo, key) < least:
+            raise ValueError(f"algo.{key} must be >= {least}, got {getattr(algo, key)}")
+    if not algo.tree_value_weight:
+        if algo.tree_value_searches:
+            raise ValueError(
+                f"algo.tree_value_searches={algo.tree_value_searches} searches positions for "
+                "their tree values: it needs algo.tree_value_weight > 0"
+            )
+        return
+    if algo.name != "chance_alphazero":
+        raise ValueError(
+            f"algo.tree_value_weight={algo.tree_value_weight} trains on the search tree's game "
+            f"states (algo=chance_alphazero); algo={algo.name} has none to observe"
+        )
+    if cfg.backend.name != "embedded":
+        raise ValueError(
+            f"algo.tree_value_weight={algo.tree_value_weight} needs backend=embedded (the Ray "
+            f"actors do not send their trees' targets yet), got backend={cfg.backend.name}"
         )
 
 

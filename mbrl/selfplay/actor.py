@@ -23,6 +23,11 @@ Board games (and, for openings, games of chance):
   position below the threshold gives up and the previous move wins, except in every
   ``no_resign_every``-th game, which is played out so that ``resigned_wrongly`` counts how often
   resigning would have been a mistake.
+- ``tree_value_min_visits = m`` (> 0): after each search, every decision node of the tree is a
+  position, valued ``max_a Q(s, a)`` where it has at least ``m`` visits
+  (`mbrl.selfplay.tree_values`); ``take_tree_nodes`` hands them out, and ``search_positions``
+  searches from given positions (the learner's re-search). Only models that search the true
+  game can turn a node back into a position.
 - A resumed run continues the games in progress exactly (the env's move lists and the partial
   records are in ``state_dict``). Other environments' emulator states are not checkpointed: their
   episodes in progress restart.
@@ -41,6 +46,7 @@ import search
 from games import TimeStep
 from mbrl.replay.episodes import Episode
 from mbrl.selfplay.planner import opening_rng, played_actions, root_keys
+from mbrl.selfplay.tree_values import TreeNodes, tree_node_values
 from search import SearchSettings
 
 _RECORDED = (
@@ -83,6 +89,7 @@ class SelfPlayActor:
         resign_threshold: float = -1.0,
         no_resign_every: int = 10,
         bootstrap_truncation: bool = True,
+        tree_value_min_visits: int = 0,
     ):
         if random_opening_moves and not hasattr(env, "play_opening"):
             raise ValueError(
@@ -92,6 +99,11 @@ class SelfPlayActor:
         if resign_threshold > -1.0 and not two_player:
             raise ValueError(
                 f"resign_threshold={resign_threshold} needs a two-player game (-1 = off)"
+            )
+        if tree_value_min_visits and not hasattr(model, "node_positions"):
+            raise ValueError(
+                f"tree_value_min_visits={tree_value_min_visits} needs a model that searches the "
+                f"true game (its nodes' observations); {type(model).__name__} has none"
             )
         self.env, self.model, self.settings = env, model, settings
         self.num_envs = env.batch_size
@@ -109,6 +121,8 @@ class SelfPlayActor:
         self.resignations = 0
         self.resigned_wrongly = 0
         self._would_resign: dict[int, int] = {}  # slot -> player, in played-out games
+        self.tree_value_min_visits = tree_value_min_visits
+        self.tree_nodes: list[TreeNodes] = []  # the searches' since take_tree_nodes
         # Long episodes (Atari: up to 27,000 steps) go to replay in segments of
         # `segment_length` positions, each followed by `segment_overlap` (>= TD steps + K)
         # positions that only feed its targets, and preceded by frame_stack - 1 positions that
@@ -172,6 +186,8 @@ class SelfPlayActor:
         )
         self.search_seconds += time.perf_counter() - start
         self.simulations += self.num_envs * self.settings.num_simulations
+        if self.tree_value_min_visits:
+            self.tree_nodes.append(self._tree_nodes(output, ts.legal.shape[1]))
         actions = played_actions(output, self.settings, self.moves < self.temperature_moves)
         move_values = played_move_values(output, actions)
         resigned = self._resigning(ts.to_play, output.root_value)
@@ -207,6 +223,42 @@ class SelfPlayActor:
         done = np.flatnonzero(ended)
         self.timestep = self._reset(done) if len(done) else next_ts
         return finished
+
+    # -- value targets from the search trees -------------------------------------------------------
+
+    def _tree_nodes(self, output: search.SearchOutput, num_actions: int) -> TreeNodes:
+        embeddings = output.embeddings
+        is_decision = getattr(embeddings, "is_decision_node", None)
+        states = embeddings if is_decision is None else embeddings.state
+        roots, nodes, values = tree_node_values(
+            output.tree, is_decision, num_actions, self.tree_value_min_visits
+        )
+        obs, live, kept = self.model.node_positions(states, roots, nodes)
+        return TreeNodes(obs, live, values[kept])
+
+    def take_tree_nodes(self) -> TreeNodes | None:
+        """The positions of the self-play searches since the last call."""
+        if not self.tree_nodes:
+            return None
+        chunks, self.tree_nodes = self.tree_nodes, []
+        return TreeNodes(
+            np.concatenate([chunk.obs for chunk in chunks]),
+            [state for chunk in chunks for state in chunk.states],
+            np.concatenate([chunk.value for chunk in chunks]),
+        )
+
+    def search_positions(self, states: list, keys: int) -> TreeNodes:
+        """Search from the game ``states`` (root noise from ``keys``, nothing played) and return
+        the positions of the trees: the learner's re-search of rare positions."""
+        obs, legal = self.model.observe(states)
+        output = search.run(
+            self.model.search_root(states, obs),
+            self.model.recurrent_fn,
+            self.settings,
+            legal_mask=legal,
+            keys=keys,
+        )
+        return self._tree_nodes(output, legal.shape[1])
 
     # -- resignation (board games) -------------------------------------------------------------
 

@@ -97,6 +97,27 @@ class ChanceGameModel:
         logits, value = self.evaluate(obs)
         return search.RootOutput(prior_logits=logits, value=value, embedding=list(states))
 
+    def observe(self, states: list) -> tuple[np.ndarray, np.ndarray]:
+        """``(obs [B, *obs_shape], legal [B, A])`` of game states, to search from them."""
+        obs = np.zeros((len(states), *self.game.obs_shape), np.float32)
+        legal = np.zeros((len(states), self.game.num_actions), np.bool_)
+        for row, state in enumerate(states):
+            obs[row], legal[row] = self.game.observation(state), self.game.legal_mask(state)
+        return obs, legal
+
+    def node_positions(
+        self, states: list, roots: np.ndarray, nodes: np.ndarray
+    ) -> tuple[np.ndarray, list, np.ndarray]:
+        """``(obs [M', *obs_shape], states [M'], kept [M'] indices into roots)``: the search's
+        state nodes ``states[root][node]`` that the game has not ended (an end has no value to
+        learn: it is 0), and their observations."""
+        picked = [
+            states[root][node] for root, node in zip(roots.tolist(), nodes.tolist(), strict=True)
+        ]
+        kept = np.flatnonzero([not state.is_terminal() for state in picked])
+        live = [picked[i] for i in kept.tolist()]
+        return self.observe(live)[0], live, kept
+
     def decision_fn(self, states: list, actions: np.ndarray):
         """Afterstates of ``states`` after ``actions``, every outcome played out and valued."""
         afterstates, pending = [], []  # pending: (row, code, state, reward) awaiting the network

@@ -21,7 +21,10 @@ replay:
   value (n >= the game's length, discount 1) is the game's outcome for the player to move, mixed
   with weight ``algo.search_value_weight`` with the search's Q of the move played;
 - the true-chance AlphaZero: the true game and its dice as the model, K = 0, and the n-step
-  values of the learned models, mixed with the move's Q the same way.
+  values of the learned models, mixed with the move's Q the same way; with
+  ``algo.tree_value_weight`` each batch also carries as many ``(tree_obs, tree_value)`` pairs
+  from the table of positions the searches found (`mbrl.selfplay.tree_values`), and before
+  each batch the learner searches ``algo.tree_value_searches`` of them again.
 
 The module's ``state_dict`` (replay, games in progress, RNG, counters) is saved inside every
 Lightning checkpoint, which is what lets a killed run resume. With several learner devices
@@ -46,6 +49,7 @@ from mbrl.replay.episodes import EpisodeReplay
 from mbrl.selfplay.batch_stream import stream_loader
 from mbrl.selfplay.data_parallel import gather_priorities, scatter_batch
 from mbrl.selfplay.reanalyze import Reanalyzer
+from mbrl.selfplay.tree_values import PositionTable
 from search import SearchSettings
 
 
@@ -73,6 +77,7 @@ class SelfPlayDataModule(L.LightningDataModule):
         symmetries: BoardSymmetries | None = None,
         outcome_targets: bool = False,
         remote_reanalysis=None,  # mbrl.distributed.RayReanalyzers (learned models)
+        positions: PositionTable | None = None,  # the search trees' positions and targets
     ):
         super().__init__()
         self.loop, self.algo, self.replay = loop, algo, replay
@@ -83,6 +88,10 @@ class SelfPlayDataModule(L.LightningDataModule):
         self.learner_network = learner_network
         self.actors = actors
         actors.deliver = self._add_episodes
+        self.positions = positions
+        self.positions_searched = 0
+        if positions is not None:
+            actors.deliver_tree_nodes = positions.add
         self.reanalyzer = None
         if not outcome_targets:
             self.reanalyzer = Reanalyzer(
@@ -138,10 +147,21 @@ class SelfPlayDataModule(L.LightningDataModule):
             self._sync_weights()
         while self.moves_played < needed or not len(self.replay):
             self.actors.collect(needed, self.temperature)
+        self._search_positions()
         self.collect_seconds += time.perf_counter() - start
         if self.world_size > 1:  # rank 0 of a DDP learner: every rank trains on a slice
             return scatter_batch(self.sample_batch(), self.world_size)
         return self.sample_batch()
+
+    def _search_positions(self) -> None:
+        """Search again from ``algo.tree_value_searches`` positions of the table, drawn equally
+        often (its rare positions as often as the common ones)."""
+        count = self.algo.tree_value_searches
+        if self.positions is None or not count or not len(self.positions):
+            return
+        states = self.positions.sample_states(count, self.rng)
+        self.positions.add(self.actors.search_positions(states, int(self.rng.integers(2**62))))
+        self.positions_searched += count
 
     def _sync_weights(self) -> None:
         if self.gradient_steps - self.last_sync >= self.loop.sync_every or self.last_sync == 0:
@@ -224,6 +244,10 @@ class SelfPlayDataModule(L.LightningDataModule):
         }
         if unroll.future_obs is not None:
             batch["future_obs"] = unroll.future_obs
+        if self.positions is not None and self.positions.valued:
+            batch["tree_obs"], batch["tree_value"] = self.positions.sample_targets(
+                self.loop.batch_size, self.rng
+            )
         if targets.q_value is not None:
             batch["q_value"] = targets.q_value
         return batch
@@ -249,6 +273,11 @@ class SelfPlayDataModule(L.LightningDataModule):
             del counters["resignations"], counters["resigned_wrongly"]
         out = {f"selfplay/{name}": value for name, value in counters.items()}
         out["replay/size"] = float(len(self.replay))
+        if self.positions is not None:
+            out["replay/positions"] = float(len(self.positions))
+            out["replay/positions_valued"] = float(self.positions.valued)
+            out["replay/position_targets"] = float(self.positions.targets_added)
+            out["selfplay/positions_searched"] = float(self.positions_searched)
         out["selfplay/collect_seconds"] = self.collect_seconds  # the learner's wait, all told
         out["selfplay/temperature"] = self.temperature
         if self.reanalyzer is not None:  # with remote workers: the learner's wait for them
@@ -280,6 +309,9 @@ class SelfPlayDataModule(L.LightningDataModule):
         }
         if self.reanalyzer is not None:
             state.update(self.reanalyzer.state_dict())
+        if self.positions is not None:
+            state["tree_values"] = self.positions.state_dict()
+            state["positions_searched"] = self.positions_searched
         return state
 
     def load_state_dict(self, state: dict) -> None:
@@ -294,6 +326,10 @@ class SelfPlayDataModule(L.LightningDataModule):
         if self.reanalyzer is not None:
             self.reanalyzer.load_state_dict(state)
         self.restore_replay(state["replay"])
+        if self.positions is not None:
+            self.positions_searched = int(state.get("positions_searched", 0))
+            if state.get("tree_values") is not None:
+                self.positions.load_state_dict(state["tree_values"])
 
     def restore_replay(self, replay_state: dict | None) -> None:
         """The replay from a checkpoint; a step checkpoint holds none (only last.ckpt does),

@@ -4,7 +4,9 @@ Every backend offers the data module the same few calls (``RayActors`` in
 ``mbrl.distributed`` is the other): ``publish`` the learner's weights, ``collect`` (play until
 at least one more batch of moves has been delivered), ``poll`` (take what is ready without
 waiting), counters, and the checkpoint state. Finished episodes go to ``deliver``, which the
-data module sets to its replay's ``add``.
+data module sets to its replay's ``add``; the positions of the search trees (only here,
+``algo.tree_value_weight``) go to ``deliver_tree_nodes``, and ``search_positions`` searches
+from positions the learner picks.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class LocalActors:
         self.actor = actor
         self.network = network  # the actor's copy of the learner's network
         self.deliver: Callable = lambda episodes: None
+        self.deliver_tree_nodes: Callable = lambda nodes: None
 
     @property
     def moves_played(self) -> int:
@@ -39,6 +42,12 @@ class LocalActors:
         """One step of every game."""
         self.actor.temperature = temperature
         self.deliver(self.actor.step())
+        tree_nodes = self.actor.take_tree_nodes()
+        if tree_nodes is not None:
+            self.deliver_tree_nodes(tree_nodes)
+
+    def search_positions(self, states: list, keys: int):
+        return self.actor.search_positions(states, keys)
 
     def poll(self, needed: int, temperature: float) -> None:
         """Nothing plays in the background here."""

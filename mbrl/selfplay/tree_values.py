@@ -1,0 +1,180 @@
+"""Value targets from the search tree's own nodes (TreeStrap, Veness et al. 2009), on every
+position the searches have found, not only the positions played.
+
+Self-play trains the value head on the positions it plays, and good play avoids most of a game:
+in Pig it stops early, so positions with a high turn total are almost never played, yet the
+search reads their values each time it weighs a roll. Measured on Piglet, 97% of the targets
+that the self-play trees alone give lie at turn totals 0 and 1. So the targets live in a table
+of *positions*, and the learner keeps searching from positions drawn uniformly from it:
+
+- every decision node of a search (self-play's, or the learner's own re-search) is a position
+  the table learns of, keyed by its observation;
+- a decision node with at least ``min_visits`` visits and a move tried gives its position the
+  target ``max_a Q(s, a)`` over the tried moves, ``Q(s, a) = r(s, a) + d(s, a) v(child)`` from
+  the tree's statistics: a one-step Bellman backup of the search's estimates, from the player
+  to move's point of view (as every value in the tree). With the true chance model each ``Q`` is
+  an exact expectation over the chance outcomes, so the target carries none of a game's dice
+  noise. A position keeps its latest target;
+- the learner trains on positions with a target, each equally often, and re-searches positions
+  drawn equally often (`mbrl.selfplay.embedded`): the search from a rare position finds the
+  positions one step further, so the table spreads over the game, as value iteration would.
+
+`tree_node_values` reads the nodes and targets off a `search.tree.Tree`; `PositionTable` holds
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from search.tree import NO_PARENT, ROOT_INDEX, Tree
+
+
+class TreeNodes(NamedTuple):
+    """The positions of a batch of searches, for a `PositionTable`."""
+
+    obs: np.ndarray  # [M, *obs_shape]
+    states: list  # [M] the game's own states (the model's embeddings)
+    value: np.ndarray  # [M] float32 targets, NaN where the node gives none
+
+
+def tree_node_values(
+    tree: Tree, is_decision: np.ndarray | None, num_actions: int, min_visits: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(roots [M], nodes [M], targets [M] float32)`` for every used decision node of B trees:
+    ``max_a Q(s, a)`` over the legal moves tried (the first ``num_actions`` slots) where the node
+    has at least ``min_visits`` visits and a move tried, NaN elsewhere.
+
+    ``is_decision`` ``[B, N + 1]`` bool marks the decision nodes of a Stochastic MuZero tree
+    (`search.StochasticEmbeddings.is_decision_node`); None: every node is one."""
+    used = tree.parents != NO_PARENT
+    used[:, ROOT_INDEX] = True
+    if is_decision is not None:
+        used &= is_decision
+    roots, nodes = np.nonzero(used)
+    tried = tree.children_legal[roots, nodes, :num_actions] & (
+        tree.children_visits[roots, nodes, :num_actions] > 0
+    )
+    q = (
+        tree.children_rewards[roots, nodes, :num_actions]
+        + tree.children_discounts[roots, nodes, :num_actions]
+        * tree.children_values[roots, nodes, :num_actions]
+    )
+    best = np.where(tried, q, -np.inf).max(-1, initial=-np.inf)
+    valued = tried.any(-1) & (tree.node_visits[roots, nodes] >= min_visits)
+    return roots, nodes, np.where(valued, best, np.nan).astype(np.float32)
+
+
+class PositionTable:
+    """Up to ``capacity`` distinct positions (observation, game state, latest target or NaN),
+    keyed by the observation's bytes; a new position evicts the one found longest ago.
+
+    ``replay_history(history) -> state`` rebuilds a game state from ``state.history()`` (game
+    states do not pickle: a checkpoint stores their histories)."""
+
+    def __init__(
+        self,
+        capacity: int,
+        obs_shape: tuple[int, ...],
+        replay_history: Callable[[list[int]], Any],
+        obs_dtype=np.float32,
+    ):
+        if capacity < 1:
+            raise ValueError(f"the position table needs a capacity >= 1, got {capacity}")
+        self.capacity = capacity
+        self.replay_history = replay_history
+        self.obs = np.zeros((capacity, *obs_shape), obs_dtype)
+        self.value = np.full(capacity, np.nan, np.float32)
+        self.states: list[Any] = [None] * capacity
+        self.keys: list[bytes | None] = [None] * capacity
+        self._clear()
+
+    def _clear(self) -> None:
+        self.value[:] = np.nan
+        self.states[:] = [None] * self.capacity
+        self.keys[:] = [None] * self.capacity
+        self.slot_of: dict[bytes, int] = {}
+        self.size = 0
+        self.cursor = 0  # the next slot a new position takes
+        self.targets_added = 0  # over the whole run
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def valued(self) -> int:
+        """How many positions hold a target."""
+        return int(np.isfinite(self.value[: self.size]).sum())
+
+    def add(self, nodes: TreeNodes) -> None:
+        for obs, state, value in zip(nodes.obs, nodes.states, nodes.value.tolist(), strict=True):
+            key = obs.tobytes()
+            slot = self.slot_of.get(key)
+            if slot is None:
+                slot = self._new_slot(key, obs, state)
+            if not np.isnan(value):
+                self.value[slot] = value
+                self.targets_added += 1
+
+    def _new_slot(self, key: bytes, obs: np.ndarray, state) -> int:
+        slot = self.cursor
+        evicted = self.keys[slot]
+        if evicted is not None:
+            del self.slot_of[evicted]
+        self.keys[slot], self.slot_of[key] = key, slot
+        self.obs[slot], self.states[slot], self.value[slot] = obs, state, np.nan
+        self.cursor = (slot + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+        return slot
+
+    def sample_targets(self, count: int, rng: np.random.Generator):
+        """``(obs [count, ...], value [count])``: positions with a target, equally likely."""
+        slots = np.flatnonzero(np.isfinite(self.value[: self.size]))
+        if not len(slots):
+            raise ValueError("the position table holds no target yet")
+        slots = slots[rng.integers(0, len(slots), size=count)]
+        return self.obs[slots], self.value[slots]
+
+    def sample_states(self, count: int, rng: np.random.Generator) -> list:
+        """``count`` positions' game states, equally likely."""
+        return [self.states[slot] for slot in rng.integers(0, self.size, size=count).tolist()]
+
+    # -- checkpointing ----------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """The positions oldest first, their states as histories."""
+        order = (self.cursor - self.size + np.arange(self.size)) % self.capacity
+        return {
+            "obs": torch.from_numpy(self.obs[order]),
+            "value": torch.from_numpy(self.value[order]),
+            "histories": [list(self.states[slot].history()) for slot in order.tolist()],
+            "targets_added": self.targets_added,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """The newest positions of ``state`` that fit this table."""
+        obs, value, histories = state["obs"].numpy(), state["value"].numpy(), state["histories"]
+        if obs.shape[1:] != self.obs.shape[1:] or not len(obs) == len(value) == len(histories):
+            raise ValueError(
+                f"the checkpoint's position table holds {len(obs)} observations of shape "
+                f"{tuple(obs.shape[1:])}, {len(value)} values and {len(histories)} histories; "
+                f"this run's observations are {tuple(self.obs.shape[1:])}"
+            )
+        keep = range(max(len(value) - self.capacity, 0), len(value))
+        states = []
+        for row in keep:
+            try:
+                states.append(self.replay_history(histories[row]))
+            except ValueError as error:
+                raise ValueError(
+                    f"the checkpoint's position table: position {row} {error}; the checkpoint "
+                    "is corrupt or from another game"
+                ) from None
+        self._clear()
+        rows = np.asarray(keep, np.int64)
+        self.add(TreeNodes(obs[rows], states, value[rows]))
+        self.targets_added = int(state["targets_added"])
