@@ -164,6 +164,11 @@ class PositionTable:
                 f"{tuple(obs.shape[1:])}, {len(value)} values and {len(histories)} histories; "
                 f"this run's observations are {tuple(self.obs.shape[1:])}"
             )
+        if np.isinf(value).any():
+            raise ValueError(
+                "the checkpoint's position table holds infinite targets (finite, or NaN for "
+                "none): it is corrupt"
+            )
         keep = range(max(len(value) - self.capacity, 0), len(value))
         states = []
         for row in keep:

@@ -175,6 +175,10 @@ def test_the_table_refuses_a_foreign_or_corrupt_state():
     state = positions.state_dict()
     with pytest.raises(ValueError, match=r"3 observations of shape \(304,\), 3 values and 2 hist"):
         table().load_state_dict({**state, "histories": state["histories"][:2]})
+    infinite = state["value"].clone()
+    infinite[0] = float("inf")
+    with pytest.raises(ValueError, match="infinite targets"):
+        table().load_state_dict({**state, "value": infinite})
     bad = [list(h) for h in state["histories"]]
     bad[1] = [0, 7]
     with pytest.raises(ValueError, match="position 1 plays chance outcome 7 illegally"):
