@@ -83,7 +83,7 @@ class LoadedAgent:
         """What the agent searches in, as the run's self-play did (`mbrl.parts.search_model`)."""
         from mbrl.parts import search_model
 
-        algo = AlgoConfig(**self.metadata["config"]["algo"])
+        algo = algo_config(self.metadata["config"]["algo"])
         chance_game = self.chance_game() if self.kind == "chance" else None
         return search_model(
             algo, self.network, two_player=self.two_player, game=self.game, chance_game=chance_game
@@ -92,6 +92,13 @@ class LoadedAgent:
     def environment(self, batch_size: int, *, seed: int = 0) -> Environment:
         """The checkpoint's environment in evaluation mode (Atari: raw rewards, no life loss)."""
         return make_environment(game_config(self.metadata), batch_size, seed=seed, training=False)
+
+
+def algo_config(saved: dict) -> AlgoConfig:
+    """The run's algorithm settings, without the keys this version does not know (another
+    version's training options: none of them changes how a trained network plays)."""
+    known = {f.name for f in dataclasses.fields(AlgoConfig)}
+    return AlgoConfig(**{key: value for key, value in saved.items() if key in known})
 
 
 def game_config(metadata: dict) -> GameConfig:
@@ -133,7 +140,7 @@ def load_agent(path: str | Path, game: BoardGame | None = None) -> LoadedAgent:
     model = ModelConfig(**{k: v for k, v in metadata["model"].items() if k in known})
     # The true-chance AlphaZero's network is MuZero's (its h and f), like the learned models'.
     if metadata.get("algo") in (*LATENT_ALGORITHMS, "chance_alphazero"):
-        shapes = SimpleNamespace(model=model, algo=AlgoConfig(**config["algo"]))
+        shapes = SimpleNamespace(model=model, algo=algo_config(config["algo"]))
         network = build_latent_network(tuple(spec["obs_shape"]), spec["num_actions"], shapes)
     else:
         network = board_network(game, model)

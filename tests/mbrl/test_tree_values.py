@@ -228,6 +228,18 @@ def test_the_true_chance_agent_trains_on_its_trees_and_resumes_them(tiny_config,
     assert resumed["resumed_from"] and resumed["steps"] == 50
 
 
+def test_a_run_with_training_keys_this_version_does_not_know_still_plays(tiny_config, tmp_path):
+    from mbrl.checkpoint import METADATA_KEY
+    from mbrl.loading import load_agent
+
+    train(tiny_config(*piglet_overrides(tmp_path / "run"), "trainer.max_steps=4"))
+    checkpoint = load_checkpoint(tmp_path / "run")
+    checkpoint[METADATA_KEY]["config"]["algo"]["tree_value_backup"] = "one_ply"  # a newer key
+    torch.save(checkpoint, tmp_path / "newer.ckpt")
+    loaded = load_agent(tmp_path / "newer.ckpt")
+    assert loaded.search_model().game.name == "pig"
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [
