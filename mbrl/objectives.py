@@ -145,7 +145,7 @@ class MuZeroObjective:
         }
         if algo.consistency_weight:
             metrics["consistency_loss"] = consistency.mean().detach()
-        if "tree_obs" in batch:  # the true-chance AlphaZero's tree node targets (unweighted)
+        if "tree_obs" in batch:  # the tree value table (drawn uniformly: no importance weights)
             _, tree_logits = network.predict(network.represent(batch["tree_obs"]))
             tree_value = losses.categorical_cross_entropy(
                 tree_logits, value_support.to_distribution(batch["tree_value"])
