@@ -53,7 +53,8 @@ class AlgoConfig:
     search_value_weight: float = 0.0
     # The true-chance AlphaZero: the weight of a second value loss on every position its
     # searches have found (mbrl.selfplay.tree_values), each equally often, toward the
-    # max_a Q(s, a) of its latest tree node with at least tree_value_min_visits visits; and how
+    # expectimax value of its latest tree node with at least tree_value_min_visits visits and
+    # every legal move tried; and how
     # many of those positions the learner searches again per gradient step (drawn equally
     # often, so the table spreads to positions self-play seldom plays). 0 = off.
     tree_value_weight: float = 0.0

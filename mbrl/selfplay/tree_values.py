@@ -9,12 +9,20 @@ of *positions*, and the learner keeps searching from positions drawn uniformly f
 
 - every decision node of a search (self-play's, or the learner's own re-search) is a position
   the table learns of, keyed by its observation;
-- a decision node with at least ``min_visits`` visits and a move tried gives its position the
-  target ``max_a Q(s, a)`` over the tried moves, ``Q(s, a) = r(s, a) + d(s, a) v(child)`` from
-  the tree's statistics: a one-step Bellman backup of the search's estimates, from the player
-  to move's point of view (as every value in the tree). With the true chance model each ``Q`` is
-  an exact expectation over the chance outcomes, so the target carries none of a game's dice
-  noise. A position keeps its latest target;
+- a decision node with at least ``min_visits`` visits and *every* legal move tried gives its
+  position the target ``V(s)``, the tree's expectimax value from the player to move's point of
+  view (as every value in the tree): at such a node ``V(s) = max_a r(s, a) + d(s, a) V(child)``,
+  at a chance node the expectation of its outcomes under the chance probabilities, and at any
+  other node (a leaf, or a node with a move untried) the network's own value. With the true
+  chance model the unexpanded outcomes are in that expectation too (the afterstate's raw value
+  is exact given the network), so the target carries none of a game's dice noise. A position
+  keeps its latest target. Two shortcuts were measured on Piglet and rejected:
+  - the tree's *mean* backed-up values (MCTS's Q) average in the moves the search tried and
+    rejected, so they sit below the best play: 0.2 below the exact value at (8, 9, 0), while
+    the one-step backup of the same network's values was within 0.05;
+  - the max over only the moves *tried* is a lower bound that confirms itself: where the prior
+    prefers the wrong move, the search tries only that one, and the value head learns the
+    policy's mistake (0.46 below the exact value at (7, 9, 2), where only stopping was tried);
 - the learner trains on positions with a target, each equally often, and re-searches positions
   drawn equally often (`mbrl.selfplay.embedded`): the search from a rare position finds the
   positions one step further, so the table spreads over the game, as value iteration would.
@@ -46,27 +54,67 @@ def tree_node_values(
     tree: Tree, is_decision: np.ndarray | None, num_actions: int, min_visits: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(roots [M], nodes [M], targets [M] float32)`` for every used decision node of B trees:
-    ``max_a Q(s, a)`` over the legal moves tried (the first ``num_actions`` slots) where the node
-    has at least ``min_visits`` visits and a move tried, NaN elsewhere.
+    the expectimax value `expectimax_values` gives where the node has at least ``min_visits``
+    visits and every legal move (of the first ``num_actions`` slots) tried, NaN elsewhere.
 
     ``is_decision`` ``[B, N + 1]`` bool marks the decision nodes of a Stochastic MuZero tree
     (`search.StochasticEmbeddings.is_decision_node`); None: every node is one."""
+    used = _used_nodes(tree)
+    if is_decision is None:
+        is_decision = np.ones_like(used)
+    full = _all_moves_tried(tree, num_actions) & used
+    values = expectimax_values(tree, is_decision, full)
+    roots, nodes = np.nonzero(used & is_decision)
+    valued = full[roots, nodes] & (tree.node_visits[roots, nodes] >= min_visits)
+    return roots, nodes, np.where(valued, values[roots, nodes], np.nan).astype(np.float32)
+
+
+def _used_nodes(tree: Tree) -> np.ndarray:
+    """``[B, N + 1]`` bool: the node is in the tree (the rest of the storage is uninitialised)."""
     used = tree.parents != NO_PARENT
     used[:, ROOT_INDEX] = True
-    if is_decision is not None:
-        used &= is_decision
-    roots, nodes = np.nonzero(used)
-    tried = tree.children_legal[roots, nodes, :num_actions] & (
-        tree.children_visits[roots, nodes, :num_actions] > 0
-    )
-    q = (
-        tree.children_rewards[roots, nodes, :num_actions]
-        + tree.children_discounts[roots, nodes, :num_actions]
-        * tree.children_values[roots, nodes, :num_actions]
-    )
-    best = np.where(tried, q, -np.inf).max(-1, initial=-np.inf)
-    valued = tried.any(-1) & (tree.node_visits[roots, nodes] >= min_visits)
-    return roots, nodes, np.where(valued, best, np.nan).astype(np.float32)
+    return used
+
+
+def _all_moves_tried(tree: Tree, num_actions: int) -> np.ndarray:
+    """``[B, N + 1]`` bool: the node has a legal move and has tried every one."""
+    legal = tree.children_legal[:, :, :num_actions]
+    tried = tree.children_index[:, :, :num_actions] >= 0
+    return legal.any(-1) & ~(legal & ~tried).any(-1)
+
+
+def expectimax_values(tree: Tree, is_decision: np.ndarray, full: np.ndarray) -> np.ndarray:
+    """``[B, N + 1]`` float64: each used node's value with the best move taken wherever the
+    tree has tried them all (``full``), the network's raw value at the other decision nodes,
+    and at a chance node its raw value corrected by what the tree learned below each visited
+    outcome, ``raw + sum_c p(c) d_c (V(child_c) - raw(child_c))`` (exact where the raw value is
+    the expectation over outcomes, as with the true chance model). Children are created after
+    their parents, so one sweep from the last node to the root sees every child first. Unused
+    nodes hold 0."""
+    used = _used_nodes(tree)
+    raw = np.where(used, tree.raw_values, 0.0)
+    values = raw.copy()
+    rows = np.arange(values.shape[0])[:, None]
+    with np.errstate(all="ignore"):  # unused nodes' storage holds anything
+        probs = tree.children_prior_probs.astype(np.float64)
+    for node in range(values.shape[1] - 1, -1, -1):
+        index = tree.children_index[:, node]  # [B, A]
+        expanded = (index >= 0) & used[:, node, None]
+        child = np.where(expanded, index, 0)
+        below = values[rows, child]
+        discount = np.where(expanded, tree.children_discounts[:, node], 0.0)
+        q = np.where(expanded, tree.children_rewards[:, node], 0.0) + discount * below
+        best = np.where(expanded & tree.children_legal[:, node], q, -np.inf).max(-1)
+        learned = (
+            np.where(expanded, probs[:, node], 0.0) * discount * (below - raw[rows, child])
+        ).sum(-1)
+        decision = is_decision[:, node]
+        values[:, node] = np.where(
+            decision,
+            np.where(full[:, node], best, values[:, node]),
+            values[:, node] + learned,
+        )
+    return values
 
 
 class PositionTable:
