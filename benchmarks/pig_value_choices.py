@@ -11,7 +11,10 @@ afterstate Q head of its learned model, without search: the move whose ``Q(phi(h
 larger. A last row checks the lookahead itself with the exact values (it must score 1.0). The
 last lines count the value head's mistakes by turn total, and its mean error there: self-play
 rarely reaches high turn totals, and the head is far off there (`pig_value_capacity` shows that
-the network could hold the exact values).
+the network could hold the exact values). A run trained with tree value targets
+(``algo.tree_value_weight``) also has its position table scored: how far the table's targets,
+and the head, are from the exact values, and the positions whose targets are furthest off
+(this is how the biased targets of the search's mean Q values were found).
 
     python -m benchmarks.pig_value_choices runs/pig_base/piglet_chance_alphazero_seed0
     python -m benchmarks.pig_value_choices RUN --simulations 128
@@ -23,12 +26,14 @@ import argparse
 import collections
 from collections.abc import Callable
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from benchmarks.game2048_model_probe import Probe
 from games.pig_optimal import ROLL, STOP, state_key
+from mbrl.checkpoint import load_checkpoint
 from mbrl.evaluation.pig_optimality import PigOptimality
 from mbrl.loading import LoadedAgent, load_agent
 
@@ -125,6 +130,49 @@ def value_errors_by_turn_total(optimality: PigOptimality, model) -> dict[int, fl
     return {int(k): float(error[turn_totals == k].mean()) for k in np.unique(turn_totals)}
 
 
+class TableErrors(NamedTuple):
+    """The run's tree value table against the exact values, over its positions with a target."""
+
+    positions: int
+    valued: int
+    target_error: float  # mean |target - exact|
+    head_to_target: float  # mean |head - target|
+    head_error: float  # mean |head - exact|
+    worst: list  # [(state key, mover, exact, target, head)], the largest |target - exact| first
+
+
+def table_errors(checkpoint: str, game, optimality: PigOptimality, model, worst: int = 5):
+    """`TableErrors` of the run's position table (`mbrl.selfplay.tree_values`), or None when
+    the run has none. Values are the mover's, ``2 P(win) - 1``. Each history is replayed with
+    its moves checked (`ChanceGame.replay`)."""
+    data = load_checkpoint(checkpoint).get("SelfPlayDataModule") or {}
+    table = data.get("tree_values")
+    if not table or not len(table["value"]):
+        return None
+    target = table["value"].numpy().astype(np.float64)
+    states = [game.replay(history)[0] for history in table["histories"]]
+    with torch.inference_mode():
+        _, head = model.evaluate(table["obs"].numpy())
+    head = np.asarray(head, np.float64)
+    win = optimality.solution.win_probability
+    keys = [state_key(state) for state in states]
+    exact = np.array([2.0 * win[key] - 1.0 for key in keys])
+    valued = np.isfinite(target)
+    off = np.where(valued, np.abs(target - exact), -1.0)
+    order = np.argsort(-off)[: min(worst, int(valued.sum()))]
+    return TableErrors(
+        positions=len(target),
+        valued=int(valued.sum()),
+        target_error=float(np.abs(target - exact)[valued].mean()),
+        head_to_target=float(np.abs(head - target)[valued].mean()),
+        head_error=float(np.abs(head - exact)[valued].mean()),
+        worst=[
+            (keys[i], states[i].current_player(), exact[i], target[i], head[i])
+            for i in order.tolist()
+        ],
+    )
+
+
 def load_pig_run(checkpoint: str, program: str):
     """``(loaded run, PigOptimality, its ChanceGame)``; a missing, corrupt or foreign
     checkpoint, or another game's run, exits with one line naming ``program``."""
@@ -192,6 +240,22 @@ def main(argv=None) -> None:
     print("the value head's mean error by turn total (head - exact, in [-2, 2]):")
     errors = value_errors_by_turn_total(optimality, agent.model)
     print("  " + ", ".join(f"{k}: {e:+.3f}" for k, e in errors.items()))
+    try:
+        table = table_errors(args.checkpoint, game, optimality, agent.model)
+    except (ValueError, KeyError) as error:
+        raise SystemExit(f"pig_value_choices: error: the run's position table: {error}") from None
+    if table is not None:
+        print(
+            f"\nthe tree value table: {table.valued} of {table.positions} positions with a "
+            f"target; mean |target - exact| {table.target_error:.4f}, |head - target| "
+            f"{table.head_to_target:.4f}, |head - exact| {table.head_error:.4f}"
+        )
+        print("its targets furthest from the exact values ((mover, opponent, turn total)):")
+        for key, mover, exact, target, head in table.worst:
+            print(
+                f"  {key} player {mover}: exact {exact:+.3f}, target {target:+.3f}, "
+                f"head {head:+.3f}"
+            )
 
 
 def _search_choices(agent, optimality: PigOptimality) -> np.ndarray:

@@ -201,6 +201,38 @@ def test_the_pig_value_benchmark_scores_the_search_the_value_head_and_the_exact_
     assert float(fitted[-3]) > 0.8 > float(own[-3])  # optimal share: 0.91 against 0.36
 
 
+def test_the_pig_value_benchmark_scores_a_runs_tree_value_table(tmp_path, capsys):
+    import pytest
+    import torch
+
+    from benchmarks import chance_agents, pig_value_choices
+
+    chance_agents.main(
+        ["--game", "piglet", "--algos", "chance_alphazero", "--run-root", str(tmp_path),
+         "--out", str(tmp_path / "piglet.jsonl"), "debug=tiny", "search.policy=gumbel",
+         "search.num_simulations=8", "algo.tree_value_weight=1", "algo.tree_value_searches=4"]
+    )  # fmt: skip
+    capsys.readouterr()
+    run = tmp_path / "piglet_chance_alphazero_seed0"
+    pig_value_choices.main([str(run), "--simulations", "4"])
+    printed = capsys.readouterr().out
+    line = next(x for x in printed.splitlines() if x.startswith("the tree value table"))
+    valued, positions = (int(x) for x in line.split()[4:7:2])
+    assert 0 < valued <= positions
+    errors = [float(x.rstrip(",")) for x in line.split()[-9::4]]
+    # (a 20-update network on debug=tiny's wide support: its values are not yet in [-1, 1])
+    assert len(errors) == 3 and all(0 <= e < 100 for e in errors), line
+    worst = [x for x in printed.splitlines() if x.startswith("  (")]
+    assert len(worst) == min(5, valued)
+    # a table whose history plays an illegal move is refused in one line
+    path = run / "checkpoints" / "last.ckpt"
+    checkpoint = torch.load(path, weights_only=False)
+    checkpoint["SelfPlayDataModule"]["tree_values"]["histories"][0] = [0, 7]
+    torch.save(checkpoint, path)
+    with pytest.raises(SystemExit, match=r"^pig_value_choices: error: the run's position table"):
+        pig_value_choices.main([str(run), "--simulations", "4"])
+
+
 def test_the_pig_value_benchmarks_refuse_a_missing_checkpoint_in_one_line(tmp_path):
     import pytest
 
