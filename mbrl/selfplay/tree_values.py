@@ -70,7 +70,7 @@ def tree_node_values(
 
 
 def _used_nodes(tree: Tree) -> np.ndarray:
-    """``[B, N + 1]`` bool: the node is in the tree (the rest of the storage is uninitialised)."""
+    """``[B, N + 1]`` bool: the node is in the tree (the other slots are cleared, no parent)."""
     used = tree.parents != NO_PARENT
     used[:, ROOT_INDEX] = True
     return used
@@ -90,13 +90,12 @@ def expectimax_values(tree: Tree, is_decision: np.ndarray, full: np.ndarray) -> 
     outcome, ``raw + sum_c p(c) d_c (V(child_c) - raw(child_c))`` (exact where the raw value is
     the expectation over outcomes, as with the true chance model). Children are created after
     their parents, so one sweep from the last node to the root sees every child first. Unused
-    nodes hold 0."""
+    slots hold 0."""
     used = _used_nodes(tree)
     raw = np.where(used, tree.raw_values, 0.0)
     values = raw.copy()
     rows = np.arange(values.shape[0])[:, None]
-    with np.errstate(all="ignore"):  # unused nodes' storage holds anything
-        probs = tree.children_prior_probs.astype(np.float64)
+    probs = tree.children_prior_probs.astype(np.float64)
     for node in range(values.shape[1] - 1, -1, -1):
         index = tree.children_index[:, node]  # [B, A]
         expanded = (index >= 0) & used[:, node, None]
