@@ -26,8 +26,8 @@ Board games (and, for openings, games of chance):
 - ``tree_value_min_visits = m`` (> 0): after each search, every decision node of the tree is a
   position, valued by the tree's expectimax value where it has at least ``m`` visits and every
   legal move tried (`mbrl.selfplay.tree_values`); ``take_tree_nodes`` hands them out, and
-  ``search_positions`` searches from given positions (the learner's re-search). Only models that search the true
-  game can turn a node back into a position.
+  ``search_positions`` searches from given positions (the learner's re-search). Only models
+  that search the true game can turn a node back into a position.
 - A resumed run continues the games in progress exactly (the env's move lists and the partial
   records are in ``state_dict``). Other environments' emulator states are not checkpointed: their
   episodes in progress restart.

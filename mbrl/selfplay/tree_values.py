@@ -63,7 +63,7 @@ def tree_node_values(
     if is_decision is None:
         is_decision = np.ones_like(used)
     full = _all_moves_tried(tree, num_actions) & used
-    values = expectimax_values(tree, is_decision, full)
+    values = expectimax_values(tree, is_decision, full, used)
     roots, nodes = np.nonzero(used & is_decision)
     valued = full[roots, nodes] & (tree.node_visits[roots, nodes] >= min_visits)
     return roots, nodes, np.where(valued, values[roots, nodes], np.nan).astype(np.float32)
@@ -83,15 +83,16 @@ def _all_moves_tried(tree: Tree, num_actions: int) -> np.ndarray:
     return legal.any(-1) & ~(legal & ~tried).any(-1)
 
 
-def expectimax_values(tree: Tree, is_decision: np.ndarray, full: np.ndarray) -> np.ndarray:
+def expectimax_values(
+    tree: Tree, is_decision: np.ndarray, full: np.ndarray, used: np.ndarray
+) -> np.ndarray:
     """``[B, N + 1]`` float64: each used node's value with the best move taken wherever the
     tree has tried them all (``full``), the network's raw value at the other decision nodes,
     and at a chance node its raw value corrected by what the tree learned below each visited
     outcome, ``raw + sum_c p(c) d_c (V(child_c) - raw(child_c))`` (exact where the raw value is
     the expectation over outcomes, as with the true chance model). Children are created after
-    their parents, so one sweep from the last node to the root sees every child first. Unused
-    slots hold 0."""
-    used = _used_nodes(tree)
+    their parents, so one sweep from the last node to the root sees every child first.
+    ``used`` (`_used_nodes`) marks the nodes in the tree; the other slots hold 0."""
     raw = np.where(used, tree.raw_values, 0.0)
     values = raw.copy()
     rows = np.arange(values.shape[0])[:, None]
