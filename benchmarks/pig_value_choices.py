@@ -163,14 +163,19 @@ def table_errors(checkpoint: str, game, optimality: PigOptimality, model, worst:
     return TableErrors(
         positions=len(target),
         valued=int(valued.sum()),
-        target_error=float(np.abs(target - exact)[valued].mean()),
-        head_to_target=float(np.abs(head - target)[valued].mean()),
-        head_error=float(np.abs(head - exact)[valued].mean()),
+        target_error=_mean(np.abs(target - exact)[valued]),
+        head_to_target=_mean(np.abs(head - target)[valued]),
+        head_error=_mean(np.abs(head - exact)[valued]),
         worst=[
             (keys[i], states[i].current_player(), exact[i], target[i], head[i])
             for i in order.tolist()
         ],
     )
+
+
+def _mean(x: np.ndarray) -> float:
+    """NaN for a table whose positions have no target yet (not numpy's empty-mean warning)."""
+    return float(x.mean()) if len(x) else float("nan")
 
 
 def load_pig_run(checkpoint: str, program: str):
