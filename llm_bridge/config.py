@@ -78,6 +78,10 @@ class LLMConfig:
     grpo_dual_clip: float = 0.0  # > 1 bounds the negative-advantage term (dual-clip PPO); 0 = off
     # lm_reinforce's baseline: value (the value head, per token) | group_mean | none
     reinforce_baseline: str = "value"
+    # With the value baseline: updates of the value head alone (a linear probe on the frozen
+    # network) on each round's samples before its first policy update, so that the baseline
+    # starts the round at the current policy's success rate (llm_bridge/baseline_warmup.py).
+    baseline_warmup_steps: int = 0
     # lm_opd (llm_bridge/on_policy.py): the teacher scoring the student's samples, "search"
     # (a search at each of the student's decisions, the search group's settings) or a stronger
     # LM checkpoint (a run directory or .ckpt with the same tokenizer); the divergence
@@ -120,6 +124,7 @@ AT_LEAST = {
     "llm.round_steps": 0,
     "llm.round_prompts": 0,
     "llm.samples_per_prompt": 1,
+    "llm.baseline_warmup_steps": 0,
     "llm.eval_prompts": 0,
 }
 
@@ -140,6 +145,14 @@ def validate_text(cfg: TextTrainConfig) -> None:
         raise ValueError(
             f"llm.reinforce_baseline must be one of {REINFORCE_BASELINES}, got "
             f"{cfg.llm.reinforce_baseline!r}"
+        )
+    if cfg.llm.baseline_warmup_steps and (
+        cfg.algo.name != "lm_reinforce" or cfg.llm.reinforce_baseline != "value"
+    ):
+        raise ValueError(
+            f"llm.baseline_warmup_steps={cfg.llm.baseline_warmup_steps} fits REINFORCE's value "
+            "baseline before each round (algo=lm_reinforce with llm.reinforce_baseline=value); "
+            f"got algo={cfg.algo.name}, llm.reinforce_baseline={cfg.llm.reinforce_baseline}"
         )
     if cfg.backend.name == "ray" and cfg.llm.search_pass_budget:
         raise ValueError(

@@ -43,6 +43,7 @@ from lightning.pytorch.callbacks import TQDMProgressBar
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from llm_bridge.adapter import check_overflow
+from llm_bridge.baseline_warmup import fit_value_head
 from llm_bridge.config import TextTrainConfig, validate_text
 from llm_bridge.decoding import (
     Decoded,
@@ -197,6 +198,13 @@ def round_data(
             examples = verified_examples(env, items, decoded, n)
         elif cfg.algo.name == "lm_reinforce":
             examples = reinforce_examples(env, items, decoded, n, llm.reinforce_baseline)
+            warmup = fit_value_head(
+                network,
+                examples,
+                steps=llm.baseline_warmup_steps,
+                batch_size=cfg.trainer.batch_size,
+                seed=seed,
+            )
         else:
             examples = grpo_examples(env, items, decoded, n, network)
     stats = {
@@ -212,6 +220,8 @@ def round_data(
         stats["searches_per_prompt"] = n
     if cfg.algo.name == "lm_opd":
         stats["teacher_passes"] = teacher_passes
+    if cfg.algo.name == "lm_reinforce":
+        stats.update(warmup)
     if decoders is not None:  # this round's
         stats["ray_decode_seconds"] = decoders.seconds - ray_before[0]
         stats["ray_decoder_restarts"] = decoders.restarts - ray_before[1]

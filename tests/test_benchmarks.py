@@ -1,5 +1,7 @@
 """The speed benchmark (`make search-demo`) runs: a smoke test so that it does not rot."""
 
+import json
+
 from benchmarks import search_speed
 
 
@@ -96,15 +98,22 @@ def test_the_reinforce_baselines_benchmark_measures_each_baselines_variance(tmp_
     reinforce_baselines.main(
         [
             "--seeds", "0", "--steps", "3", "--samples", "2", "--run-root", str(tmp_path),
+            "--warmup-steps", "20",
             *TINY_LM, "logger.tensorboard=true", "trainer.log_every=1", "llm.round_prompts=8",
         ]
     )  # fmt: skip
-    rows = capsys.readouterr().out.split("x none's variance")[1].splitlines()[2:]
-    assert [row.split()[0] for row in rows] == ["value", "group_mean", "none"]
+    rows = capsys.readouterr().out.split("solve rate")[1].splitlines()[2:]
+    assert [row.split()[0] for row in rows] == ["value", "group_mean", "none", "value+warmup"]
     # The tiny model solves nothing: every reward is 0, so without a baseline there is no
-    # gradient at all, while the value baseline's advantage (0 - value) still pushes.
+    # gradient at all, while the value baseline's advantage (0 - value) still pushes. Refitted
+    # to this round's outcomes first, the baseline starts nearer 0, and pushes less.
     variances = {row.split()[0]: float(row.split()[2]) for row in rows}
     assert variances["none"] == 0 and variances["group_mean"] == 0 and variances["value"] > 0
+    assert 0 < variances["value+warmup"] < variances["value"]
+    rounds = (tmp_path / "reinforce_value_warmup20_s0" / "rounds.jsonl").read_text()
+    record = json.loads(rounds.splitlines()[-1])
+    assert record["warmup_success"] == 0
+    assert record["warmup_value_after"] < record["warmup_value_before"]
 
 
 def test_the_chance_agents_benchmark_scores_piglet_and_reads_back_the_learned_coin(

@@ -56,6 +56,11 @@ class TinyLM(nn.Module):
         self.apply(init_weights)
 
     def forward(self, ids: torch.Tensor) -> LMHeads:
+        x = self.features(ids)
+        return LMHeads(self.lm_head(x), self.value_head(x).squeeze(-1))
+
+    def features(self, ids: torch.Tensor) -> torch.Tensor:
+        """``[B, T, width]``: the last hidden state, which both heads read."""
         _, t = ids.shape
         if t > self.settings.context:
             raise ValueError(f"sequence of {t} tokens exceeds the context {self.settings.context}")
@@ -63,5 +68,4 @@ class TinyLM(nn.Module):
         x = self.token_embedding(ids) + self.position_embedding(positions)
         for block in self.blocks:
             x = block(x)
-        x = self.norm(x)
-        return LMHeads(self.lm_head(x), self.value_head(x).squeeze(-1))
+        return self.norm(x)
