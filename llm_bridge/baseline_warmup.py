@@ -2,8 +2,9 @@
 
 `ReinforceObjective` trains the value head beside the policy, so at a round's first update the
 head still judges the samples of whatever policy it last saw. From the pre-trained start it
-predicts about 0.4 where 16% of the TinyLM's own samples succeed, and with that baseline every
-failed sample is pushed down hard (docs/results.md, "Every method at matched passes").
+predicts about 0.48 over the completions of the TinyLM's own samples, of which 13-15% succeed,
+and with that baseline every failed sample is pushed down hard (docs/results.md, "Every method
+at matched passes", where the refit is measured).
 `fit_value_head` refits the head alone, a linear probe on the network's frozen features, on the
 round's own samples before the round's first policy update. The policy is untouched (the
 features are computed without gradients), and the baseline starts the round centred on the
