@@ -1,6 +1,10 @@
 """The speed benchmark (`make search-demo`) runs: a smoke test so that it does not rot."""
 
 import json
+import re
+from pathlib import Path
+
+import pytest
 
 from benchmarks import search_speed
 
@@ -26,7 +30,6 @@ def test_search_speed_quick_grid_prints_a_row_per_point(capsys):
 
 
 def test_the_chess_benchmark_runs_every_stage_when_stockfish_is_installed(tmp_path, capsys):
-    import pytest
 
     from benchmarks import chess
     from games.stockfish import find_stockfish
@@ -136,7 +139,6 @@ def test_the_chance_agents_benchmark_scores_piglet_and_reads_back_the_learned_co
 
 
 def test_the_2048_reward_fit_uses_the_preset_network_and_reports_each_torso(capsys):
-    import pytest
 
     from benchmarks import game2048_reward_fit
 
@@ -211,7 +213,6 @@ def test_the_pig_value_benchmark_scores_the_search_the_value_head_and_the_exact_
 
 
 def test_the_pig_value_benchmark_scores_a_runs_tree_value_table(tmp_path, capsys):
-    import pytest
     import torch
 
     from benchmarks import chance_agents, pig_value_choices
@@ -243,7 +244,6 @@ def test_the_pig_value_benchmark_scores_a_runs_tree_value_table(tmp_path, capsys
 
 
 def test_the_pig_value_benchmarks_refuse_a_missing_checkpoint_in_one_line(tmp_path):
-    import pytest
 
     from benchmarks import pig_value_capacity, pig_value_choices
 
@@ -254,10 +254,28 @@ def test_the_pig_value_benchmarks_refuse_a_missing_checkpoint_in_one_line(tmp_pa
 
 
 def test_the_tree_reuse_benchmark_refuses_budgets_below_one_in_one_line(capsys):
-    import pytest
 
     from benchmarks import countdown_tree_reuse
 
     with pytest.raises(SystemExit):
         countdown_tree_reuse.main(["--budgets", "8,0"])
     assert "expected comma-separated integers >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    not (Path(__file__).resolve().parent.parent / ".git").exists(), reason="needs the git history"
+)
+def test_the_search_ab_benchmark_times_this_tree_against_a_revision(tmp_path, capsys):
+    from benchmarks import search_ab
+
+    search_ab.main(
+        ["--base", "HEAD", "--points", "2x4", "--budget", "0", "--export-root", str(tmp_path)]
+    )
+    row = capsys.readouterr().out.splitlines()[-1].split()
+    assert row[:4] == ["gumbel", "2", "4", "yes"] and float(row[6]) > 0
+    exported = next(tmp_path.glob(f"*/{search_ab.BASE_PACKAGE}"))
+    for source in exported.glob("*.py"):  # every import of the package reaches the copy
+        code = source.read_text()
+        assert not re.search(r"^\s*(from search[. ]|import search\b(?!_))", code, re.MULTILINE)
+    with pytest.raises(SystemExit, match="--base 'no-such-revision' is not a commit"):
+        search_ab.main(["--base", "no-such-revision", "--export-root", str(tmp_path)])
