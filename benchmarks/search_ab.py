@@ -25,6 +25,8 @@ import sys
 import tarfile
 from io import BytesIO
 from pathlib import Path
+from types import ModuleType
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -33,7 +35,7 @@ import search
 from benchmarks.models import TableModel
 from benchmarks.search_vs_mctx import (
     NUM_ACTIONS,
-    noise_settings,
+    our_search,
     parse_points,
     pin_to_one_core,
     time_interleaved,
@@ -96,29 +98,20 @@ def import_base(home: Path):
     return module
 
 
-class Variant:
-    """One revision's search on the shared table MDP."""
+class Variant(NamedTuple):
+    """One revision's search package and the shared table MDP as that package's model."""
 
-    def __init__(self, package, model: TableModel):
-        self.package = package
-        self.tabular = package.tabular_model(
-            model.next_state, model.reward, model.discount, model.prior_logits, model.value
-        )
-        self.model = model
+    package: ModuleType
+    tabular: tuple
+
+    @classmethod
+    def of(cls, package: ModuleType, model: TableModel) -> Variant:
+        arrays = (model.next_state, model.reward, model.discount, model.prior_logits, model.value)
+        return cls(package, package.tabular_model(*arrays))
 
     def search(self, policy: str, states, num_simulations: int, seed: int, noise: bool = True):
-        root = self.package.RootOutput(
-            self.model.prior_logits[states], self.model.value[states], states
-        )
-        run = (
-            self.package.gumbel_muzero_policy if policy == "gumbel" else self.package.muzero_policy
-        )
-        return run(
-            root,
-            self.tabular,
-            num_simulations=num_simulations,
-            seed=seed,
-            **noise_settings(policy, noise),
+        return our_search(
+            policy, self.tabular, states, num_simulations, seed, noise, package=self.package
         )
 
 
@@ -161,8 +154,8 @@ def main(argv=None) -> None:
     commit = resolve(args.base)
     model = TableModel(NUM_ACTIONS)
     variants = {
-        "base": Variant(import_base(export_base(commit, Path(args.export_root))), model),
-        "this": Variant(search, model),
+        "base": Variant.of(import_base(export_base(commit, Path(args.export_root))), model),
+        "this": Variant.of(search, model),
     }
     print(
         f"base: {args.base} ({commit[:10]}); this: the working tree; numba threads "

@@ -120,12 +120,20 @@ class MctxSearch:
 
 
 def our_search(
-    policy, model: search.TabularModel, states, num_simulations, seed, noise=True, legal_mask=None
+    policy,
+    model: search.TabularModel,
+    states,
+    num_simulations,
+    seed,
+    noise=True,
+    legal_mask=None,
+    package=search,
 ):
     """Our policy with the same noise settings as `MctxSearch` (mctx's defaults when on);
-    ``legal_mask`` ``[B, A]`` True = legal (ours)."""
-    root = search.RootOutput(model.prior_logits[states], model.value[states], states)
-    policy_fn = search.gumbel_muzero_policy if policy == "gumbel" else search.muzero_policy
+    ``legal_mask`` ``[B, A]`` True = legal (ours). ``package``: the search package to run
+    (`benchmarks.search_ab` passes an earlier revision's; ``model`` must be its own)."""
+    root = package.RootOutput(model.prior_logits[states], model.value[states], states)
+    policy_fn = package.gumbel_muzero_policy if policy == "gumbel" else package.muzero_policy
     return policy_fn(
         root,
         model,

@@ -17,9 +17,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from llm_bridge.examples import SequenceExample, collate
+from llm_bridge.models.transformer import LMHeads
+from llm_bridge.objectives import value_loss
 
 # Examples scored before and after the warm-up (its calibration record), drawn once per round.
 CALIBRATION_EXAMPLES = 512
@@ -46,45 +47,41 @@ def fit_value_head(
         return {}
     rng = np.random.default_rng(seed)
     calibration = collate([scored[i] for i in rng.permutation(len(scored))[:CALIBRATION_EXAMPLES]])
-    head = network.value_head
-    optimizer = torch.optim.Adam(head.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(network.value_head.parameters(), lr=lr)
     was_training = network.training
     network.eval()  # the features the round's first update will see (no dropout)
     try:
-        record = _calibration(network, calibration, "before")
-        with torch.enable_grad():
-            for _ in range(steps):
-                batch = collate([scored[i] for i in rng.integers(0, len(scored), batch_size)])
-                if not batch["value_mask"].any():
-                    continue
-                loss = _value_loss(network, batch)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-        record.update(_calibration(network, calibration, "after"))
+        with torch.no_grad():  # frozen: computed once, read before and after
+            calibration_features = network.features(calibration["ids"])
+        record = _calibration(network, calibration_features, calibration, "before")
+        for _ in range(steps):
+            batch = collate([scored[i] for i in rng.integers(0, len(scored), batch_size)])
+            with torch.no_grad():
+                features = network.features(batch["ids"])
+            with torch.enable_grad():  # for the head only
+                loss = value_loss(_head(network, features), batch)
+            if loss is None:  # no completion positions in this batch
+                continue
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        record.update(_calibration(network, calibration_features, calibration, "after"))
     finally:
         network.train(was_training)
     return record
 
 
-def _value_loss(network: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The head's binary cross-entropy at the batch's ``value_mask`` positions, with gradients
-    for the head only."""
-    with torch.no_grad():
-        features = network.features(batch["ids"])
-    mask = batch["value_mask"]
-    logits = network.value_head(features[mask]).squeeze(-1)
-    target = batch["value"][:, None].expand_as(mask)[mask]
-    return F.binary_cross_entropy_with_logits(logits, target)
+def _head(network: torch.nn.Module, features: torch.Tensor) -> LMHeads:
+    """The value head's logits ``[B, T]`` on given features, as `value_loss` reads them."""
+    return LMHeads(logits=None, value_logit=network.value_head(features).squeeze(-1))
 
 
 @torch.no_grad()
-def _calibration(network, batch, when: str) -> dict[str, float]:
+def _calibration(network, features, batch, when: str) -> dict[str, float]:
     mask = batch["value_mask"]
-    logits = network.value_head(network.features(batch["ids"])[mask]).squeeze(-1)
-    target = batch["value"][:, None].expand_as(mask)[mask]
+    predicted = torch.sigmoid(_head(network, features).value_logit[mask])
     return {
-        f"warmup_value_{when}": float(torch.sigmoid(logits).mean()),
-        f"warmup_value_loss_{when}": float(F.binary_cross_entropy_with_logits(logits, target)),
-        "warmup_success": float(target.mean()),
+        f"warmup_value_{when}": float(predicted.mean()),
+        f"warmup_value_loss_{when}": float(value_loss(_head(network, features), batch)),
+        "warmup_success": float(batch["value"][:, None].expand_as(mask)[mask].mean()),
     }
