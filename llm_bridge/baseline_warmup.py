@@ -17,10 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from llm_bridge.examples import SequenceExample, collate
-from llm_bridge.models.transformer import LMHeads
-from llm_bridge.objectives import value_loss
 
 # Examples scored before and after the warm-up (its calibration record), drawn once per round.
 CALIBRATION_EXAMPLES = 512
@@ -56,12 +55,12 @@ def fit_value_head(
         record = _calibration(network, calibration_features, calibration, "before")
         for _ in range(steps):
             batch = collate([scored[i] for i in rng.integers(0, len(scored), batch_size)])
+            if not batch["value_mask"].any():  # no completion positions in this batch
+                continue
             with torch.no_grad():
                 features = network.features(batch["ids"])
             with torch.enable_grad():  # for the head only
-                loss = value_loss(_head(network, features), batch)
-            if loss is None:  # no completion positions in this batch
-                continue
+                loss = F.binary_cross_entropy_with_logits(*_masked(network, features, batch))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -71,17 +70,19 @@ def fit_value_head(
     return record
 
 
-def _head(network: torch.nn.Module, features: torch.Tensor) -> LMHeads:
-    """The value head's logits ``[B, T]`` on given features, as `value_loss` reads them."""
-    return LMHeads(logits=None, value_logit=network.value_head(features).squeeze(-1))
+def _masked(network, features, batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(logits, targets)`` at the batch's ``value_mask`` positions: the head is applied to
+    those positions' features only (the operation the recorded figures were measured with)."""
+    mask = batch["value_mask"]
+    logits = network.value_head(features[mask]).squeeze(-1)
+    return logits, batch["value"][:, None].expand_as(mask)[mask]
 
 
 @torch.no_grad()
 def _calibration(network, features, batch, when: str) -> dict[str, float]:
-    mask = batch["value_mask"]
-    predicted = torch.sigmoid(_head(network, features).value_logit[mask])
+    logits, target = _masked(network, features, batch)
     return {
-        f"warmup_value_{when}": float(predicted.mean()),
-        f"warmup_value_loss_{when}": float(value_loss(_head(network, features), batch)),
-        "warmup_success": float(batch["value"][:, None].expand_as(mask)[mask].mean()),
+        f"warmup_value_{when}": float(torch.sigmoid(logits).mean()),
+        f"warmup_value_loss_{when}": float(F.binary_cross_entropy_with_logits(logits, target)),
+        "warmup_success": float(target.mean()),
     }
