@@ -113,6 +113,30 @@ def resumable(cfg):
         return dataclasses.replace(cfg, overwrite=True)
 
 
+def ensure_teacher(task: str, seed: int, start: str, reference: dict, args) -> None:
+    """``opd_teacher`` reads the checkpoint of its seed's recorded ``distill`` run. Where that
+    run directory is gone (run directories are not in git), the run is trained again with its
+    recorded settings, and its greedy accuracies are checked against the record: a teacher
+    that differs is reported, since the student's row then rests on another teacher."""
+    run_dir = Path(reference["run_dir"])
+    if (run_dir / "checkpoints" / "last.ckpt").exists():
+        return
+    print(f"{task} seed {seed}: the teacher {run_dir} is missing; training it again", flush=True)
+    cfg = method_config(task, REFERENCE, seed, start, args, f"run_dir={run_dir}")
+    summary = train_text(resumable(cfg))
+    recorded = [r["test_greedy_accuracy"] for r in reference["rounds"]]
+    retrained = [r["test_greedy_accuracy"] for r in summary["rounds"]]
+    if len(retrained) != len(recorded):
+        raise SystemExit(f"{task} seed {seed}: the teacher stopped early; run again to redo it")
+    verdict = "reproduces" if retrained == recorded else "DIFFERS from"
+    print(
+        f"{task} seed {seed}: the retrained teacher {verdict} its record "
+        f"(greedy {', '.join(f'{a:.4f}' for a in retrained)}; recorded "
+        f"{', '.join(f'{a:.4f}' for a in recorded)})",
+        flush=True,
+    )
+
+
 def calibrate(cfg, round_prompts: int) -> dict[int, float]:
     """A round's passes for this method at 2 and 8 samples per prompt, measured with the
     starting model on a calibration subset and scaled to ``round_prompts``."""
@@ -159,6 +183,7 @@ def run_grid(args) -> None:
                     )
                 extra = []
                 if method == "opd_teacher":
+                    ensure_teacher(task, seed, start, reference, args)
                     extra.append(f"llm.opd_teacher={reference['run_dir']}")
                 cfg = method_config(task, method, seed, start, args, *extra)
                 if method != REFERENCE:

@@ -79,6 +79,34 @@ def test_the_method_comparison_fills_its_grid_resumes_and_reports(tmp_path, caps
     assert "countdown24 distill seed 0" not in capsys.readouterr().out
 
 
+def test_the_method_comparison_retrains_a_lost_teacher_and_checks_it_against_its_record(
+    tmp_path, capsys
+):
+    import shutil
+
+    from benchmarks import countdown_methods
+
+    argv = [
+        "--tasks", "countdown24", "--seeds", "0", "--results", str(tmp_path / "runs.jsonl"),
+        "--run-root", str(tmp_path), "--plot", "", *TINY_LM, "llm.round_steps=2",
+        "--protocol", "llm.round_prompts=8", "llm.rounds=1", "search.num_simulations=2",
+    ]  # fmt: skip
+    countdown_methods.main(["--methods", "distill", *argv])
+    shutil.rmtree(tmp_path / "countdown24_distill_s0")  # run directories are not in git
+    countdown_methods.main(["--methods", "opd_teacher", *argv])
+    out = capsys.readouterr().out
+    assert "the teacher" in out and "reproduces its record" in out
+    assert (tmp_path / "countdown24_distill_s0" / "checkpoints" / "last.ckpt").exists()
+    rows = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [row["method"] for row in rows] == ["distill", "opd_teacher"]
+    # A record the retrained teacher does not match is reported, not passed over.
+    rows[0]["rounds"][0]["test_greedy_accuracy"] += 0.5
+    (tmp_path / "runs.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    shutil.rmtree(tmp_path / "countdown24_distill_s0")
+    countdown_methods.main(["--methods", "opd_teacher", *argv])
+    assert "DIFFERS from its record" in capsys.readouterr().out
+
+
 def test_the_reward_model_benchmark_prints_its_three_tables(tmp_path, capsys):
     from benchmarks import reward_model
 
