@@ -119,9 +119,13 @@ def ensure_teacher(task: str, seed: int, start: str, reference: dict, args) -> N
     recorded settings, and its greedy accuracies are checked against the record: a teacher
     that differs is reported, since the student's row then rests on another teacher."""
     run_dir = Path(reference["run_dir"])
-    if (run_dir / "checkpoints" / "last.ckpt").exists():
+    if _rounds_done(run_dir) >= len(reference["rounds"]):
         return
-    print(f"{task} seed {seed}: the teacher {run_dir} is missing; training it again", flush=True)
+    print(
+        f"{task} seed {seed}: the teacher {run_dir} is missing or unfinished; training it "
+        "(a killed run resumes from its last round)",
+        flush=True,
+    )
     cfg = method_config(task, REFERENCE, seed, start, args, f"run_dir={run_dir}")
     summary = train_text(resumable(cfg))
     recorded = [r["test_greedy_accuracy"] for r in reference["rounds"]]
@@ -137,6 +141,14 @@ def ensure_teacher(task: str, seed: int, start: str, reference: dict, args) -> N
     )
 
 
+def _rounds_done(run_dir: Path) -> int:
+    """The last round a run directory finished (its checkpoint is that round's), 0 if none."""
+    rounds = run_dir / "rounds.jsonl"
+    if not (rounds.exists() and (run_dir / "checkpoints" / "last.ckpt").exists()):
+        return 0
+    return max((json.loads(line)["round"] for line in rounds.read_text().splitlines()), default=0)
+
+
 def calibrate(cfg, round_prompts: int) -> dict[int, float]:
     """A round's passes for this method at 2 and 8 samples per prompt, measured with the
     starting model on a calibration subset and scaled to ``round_prompts``."""
@@ -148,6 +160,7 @@ def calibrate(cfg, round_prompts: int) -> dict[int, float]:
         split.task,
         candidates=cfg.llm.candidates,
         max_new_tokens=cfg.llm.max_new_tokens,
+        kv_cache=cfg.llm.kv_cache,
     )
     items = _round_items(split.round_prompts(), CALIBRATION_PROMPTS, 12345, 1)
     teacher = opd_teacher(cfg, loaded.tokenizer)

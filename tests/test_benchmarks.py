@@ -99,12 +99,26 @@ def test_the_method_comparison_retrains_a_lost_teacher_and_checks_it_against_its
     assert (tmp_path / "countdown24_distill_s0" / "checkpoints" / "last.ckpt").exists()
     rows = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert [row["method"] for row in rows] == ["distill", "opd_teacher"]
+    # A teacher stopped before its last round is finished first, not read as it is.
+    (tmp_path / "runs.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    teacher_rounds = tmp_path / "countdown24_distill_s0" / "rounds.jsonl"
+    teacher_rounds.write_text("")  # as if killed before its first round ended
+    countdown_methods.main(["--methods", "opd_teacher", *argv])
+    assert "missing or unfinished" in capsys.readouterr().out
     # A record the retrained teacher does not match is reported, not passed over.
     rows[0]["rounds"][0]["test_greedy_accuracy"] += 0.5
     (tmp_path / "runs.jsonl").write_text(json.dumps(rows[0]) + "\n")
     shutil.rmtree(tmp_path / "countdown24_distill_s0")
     countdown_methods.main(["--methods", "opd_teacher", *argv])
     assert "DIFFERS from its record" in capsys.readouterr().out
+
+
+def test_the_tiny_lm_cache_benchmark_times_both_modes_on_the_same_outputs(capsys):
+    from benchmarks import tiny_lm_cache
+
+    tiny_lm_cache.main(["--prompts", "3", "--samples", "2", "--simulations", "2", "--repeats", "1"])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if "kv cache" in line]
+    assert len(rows) == 2 and all(row[-1] == "yes" for row in rows)
 
 
 def test_the_reward_model_benchmark_prints_its_three_tables(tmp_path, capsys):
