@@ -34,6 +34,10 @@ class LLMConfig:
 
     backend: str = "tiny"  # tiny: the project's TinyLM, trained from scratch
     overflow: str = "error"  # error | truncate_left
+    # Keep each decoding state's keys and values and run only new tokens (TransformerAdapter's
+    # use_cache): several times faster rounds, numbers equal to recompute's to float rounding
+    # (not bit for bit, so the recorded runs, made with recompute, reproduce only without it).
+    kv_cache: bool = False
     test_fraction: float = 0.2  # of the task's prompts, split by multiset
     split_seed: int = 0  # fixed apart from `seed`, so runs of every seed share one test set
     pretrain_fraction: float = 0.3  # of the training prompts that get solver solutions

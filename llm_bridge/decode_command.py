@@ -34,6 +34,7 @@ class DecodeCommandConfig:
     candidates: int = 0  # tokens: the action width (top-k); 0 = the checkpoint's
     max_new_tokens: int = 0  # 0 = the checkpoint's
     overflow: str = "error"  # a prompt longer than the model's context: error | truncate_left
+    kv_cache: bool = False  # keep keys and values along the tree (faster; equal to float rounding)
     output: str = ""  # JSONL; default <run dir>/decode_<split>_<method>_<budget>.jsonl
 
 
@@ -98,6 +99,7 @@ def run_decode(cfg: DecodeCommandConfig) -> dict:
         candidates=cfg.candidates or trained.get("candidates", 8),
         max_new_tokens=cfg.max_new_tokens or trained.get("max_new_tokens", 40),
         overflow=cfg.overflow,
+        kv_cache=cfg.kv_cache,
     )
     if cfg.actions == "steps":  # whole Countdown steps as actions, scored by the LM
         env = StepTextEnv(env.adapter, loaded.tokenizer, split.task)

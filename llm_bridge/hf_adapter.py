@@ -1,10 +1,9 @@
 """``HFAdapter``: a Hugging Face causal LM, loaded from a local directory, behind `LMAdapter`.
 
 Siblings in a decoding tree fork the same parent, so the adapter keeps each state's keys and
-values (a `KVCache`) and a child only runs its new tokens through the model. One ``extend`` call
-is one forward for all its rows, whatever the parents' lengths: each row's past is left-padded to
-the longest (padding masked out) and its new tokens carry their true positions, so every real
-token sees exactly the keys, values and position embeddings it would see in a full recompute.
+values (a `llm_bridge.kv_cache.KVCache`) and a child only runs its new tokens through the model:
+one ``extend`` call is one forward for all its rows, whatever the parents' lengths (the layout
+and why it is exact are in `llm_bridge.kv_cache`).
 
 The cache layout assumes full-attention layers (GPT-2, Llama-style models); it is tested with
 GPT-2. Nothing is downloaded: ``from_directory`` reads ``local_files_only``.
@@ -15,7 +14,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache
@@ -27,6 +25,7 @@ from llm_bridge.adapter import (
     check_overflow,
     continuation_log_probs,
 )
+from llm_bridge.kv_cache import KVCache, cached_children, left_padded, prompt_states
 from llm_bridge.transformer_adapter import pad_right
 from mbrl.checkpoint import load_safely
 
@@ -40,24 +39,6 @@ WEIGHT_FILES = (
 )
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 VALUE_HEAD_FILE = "value_head.pt"
-
-
-class KVCache(NamedTuple):
-    """A state's keys and values, ``[layers, 2 (key, value), heads, tokens, head_dim]``.
-
-    prompt: the root's prompt, shared (never copied) by every descendant of that root.
-    completion: the tokens after the prompt, owned by this state.
-
-    ``release`` (the base class's) drops the reference: a completion is freed with its state, a
-    prompt with the last state of its tree.
-    """
-
-    prompt: torch.Tensor
-    completion: torch.Tensor
-
-    @property
-    def length(self) -> int:
-        return self.prompt.shape[-2] + self.completion.shape[-2]
 
 
 def check_model_directory(directory: str | Path) -> Path:
@@ -201,13 +182,7 @@ class HFAdapter(LMAdapter):
             return [], self._empty_output()
         self.forward_passes += len(prompts)
         output, cache = self._forward_right_padded(prompts, use_cache=True)
-        kv = _stack_layers(cache)  # [L, 2, B, H, T, D]
-        empty = kv[:, :, 0, :, :0].clone()
-        states = [
-            LMState(tuple(ids), KVCache(kv[:, :, row, :, : len(ids)].clone(), empty))
-            for row, ids in enumerate(prompts)
-        ]
-        return states, output
+        return prompt_states(prompts, _stack_layers(cache)), output
 
     def extend(
         self, parents: Sequence[LMState], tokens: Sequence[Sequence[int]]
@@ -223,16 +198,7 @@ class HFAdapter(LMAdapter):
             return [], self._empty_output()
         self.forward_passes += len(parents)
         output, new_kv = self._forward_cached(parents, tokens)  # new_kv: [L, 2, B, H, N, D]
-        width = new_kv.shape[-2]
-        children = []
-        for row, (parent, new) in enumerate(zip(parents, tokens, strict=True)):
-            own = new_kv[:, :, row, :, width - len(new) :]
-            # A new tensor per child: the parent's (shared) tensors are only read.
-            completion = torch.cat((parent.cache.completion, own), dim=-2)
-            children.append(
-                LMState(parent.ids + tuple(new), KVCache(parent.cache.prompt, completion))
-            )
-        return children, output
+        return cached_children(parents, tokens, new_kv), output
 
     @torch.inference_mode()
     def _score(self, prefixes, continuations) -> LMOutput:
@@ -285,35 +251,15 @@ class HFAdapter(LMAdapter):
 
     @torch.inference_mode()
     def _forward_cached(self, parents: Sequence[LMState], tokens: Sequence[Sequence[int]]):
-        """One forward for all rows. Layout of row i (P = longest past, N = most new tokens):
-        ``[pad | past_i]`` in the cache, ``[pad | new_i]`` as input; the mask hides the pads and
-        the new tokens take positions ``len(past_i) + j``, so each row's last column is its last
-        real token. Returns the output and the new tokens' keys/values ``[L, 2, B, H, N, D]``."""
-        rows = len(parents)
-        past = [parent.cache.length for parent in parents]
-        new = [len(ids) for ids in tokens]
-        past_width, new_width = max(past), max(new)
-        layers, _, heads, _, head_dim = parents[0].cache.prompt.shape
-        reference = parents[0].cache.prompt
-        buffer = reference.new_zeros(layers, 2, rows, heads, past_width, head_dim)
-        input_ids = torch.zeros(rows, new_width, dtype=torch.long)
-        attention_mask = torch.zeros(rows, past_width + new_width, dtype=torch.long)
-        position_ids = torch.zeros(rows, new_width, dtype=torch.long)
-        for row, (parent, ids) in enumerate(zip(parents, tokens, strict=True)):
-            prompt, completion = parent.cache
-            start = past_width - past[row]
-            split = start + prompt.shape[-2]
-            buffer[:, :, row, :, start:split] = prompt
-            buffer[:, :, row, :, split:past_width] = completion
-            attention_mask[row, start:past_width] = 1
-            input_ids[row, new_width - len(ids) :] = torch.as_tensor(ids, dtype=torch.long)
-            attention_mask[row, past_width + new_width - len(ids) :] = 1
-            position_ids[row, new_width - len(ids) :] = torch.arange(
-                past[row], past[row] + len(ids)
-            )
-        cache = DynamicCache([(buffer[layer, 0], buffer[layer, 1]) for layer in range(layers)])
-        last = torch.full((rows, 1), new_width - 1)
-        output = self._run(input_ids, attention_mask, position_ids, last, cache)
+        """One forward for all rows, laid out as `kv_cache.CachedBatch` says. Returns the output
+        and the new tokens' keys/values ``[L, 2, B, H, N, D]``."""
+        batch = left_padded(parents, tokens)
+        past_width = batch.past.shape[-2]
+        cache = DynamicCache(
+            [(batch.past[layer, 0], batch.past[layer, 1]) for layer in range(batch.past.shape[0])]
+        )
+        last = torch.full((len(parents), 1), batch.input_ids.shape[1] - 1)
+        output = self._run(batch.input_ids, batch.key_mask.long(), batch.positions, last, cache)
         return output, _stack_layers(cache, start=past_width)
 
     def _run(self, input_ids, attention_mask, position_ids, last, cache) -> LMOutput:

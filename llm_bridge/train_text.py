@@ -118,8 +118,11 @@ def build_env(
     candidates: int,
     max_new_tokens: int,
     overflow: str = "error",
+    kv_cache: bool = False,
 ) -> TextEnv:
-    adapter = TransformerAdapter(model, eos_id=tokenizer.eos_id, overflow=overflow)
+    adapter = TransformerAdapter(
+        model, eos_id=tokenizer.eos_id, overflow=overflow, use_cache=kv_cache
+    )
     return TextEnv(adapter, tokenizer, task, width=candidates, max_new_tokens=max_new_tokens)
 
 
@@ -324,6 +327,7 @@ def train_text(cfg: TextTrainConfig) -> dict:
         candidates=llm.candidates,
         max_new_tokens=llm.max_new_tokens,
         overflow=llm.overflow,
+        kv_cache=llm.kv_cache,
     )
     pretraining = pretrain_examples(
         env,
@@ -335,7 +339,9 @@ def train_text(cfg: TextTrainConfig) -> dict:
     if cfg.backend.name == "ray":
         from llm_bridge.ray_decoding import RayDecoders  # Ray is an extra
 
-        decoding = {k: getattr(llm, k) for k in ("candidates", "max_new_tokens", "overflow")}
+        decoding = {
+            k: getattr(llm, k) for k in ("candidates", "max_new_tokens", "overflow", "kv_cache")
+        }
         settings = dataclasses.asdict(model.settings)
         decoders = RayDecoders(cfg.backend, settings, task_spec(cfg), decoding)
 

@@ -59,6 +59,29 @@ class TinyLM(nn.Module):
         x = self.features(ids)
         return LMHeads(self.lm_head(x), self.value_head(x).squeeze(-1))
 
+    def forward_cached(
+        self, ids: torch.Tensor, positions: torch.Tensor, past, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """New tokens ``ids [B, N]`` at ``positions [B, N]`` after cached keys and values
+        ``past [L, 2, B, H, P, D]`` (None: no past), as in eval mode whatever the module's mode (no
+        dropout); ``mask [B, N, P + N]`` as in
+        `llm_bridge.kv_cache.attention_mask`. Returns the logits ``[B, V]`` and value logit
+        ``[B]`` at the last column, and the new tokens' keys and values ``[L, 2, B, H, N, D]``."""
+        if int(positions.max()) >= self.settings.context:
+            raise ValueError(f"a position beyond the context {self.settings.context}")
+        x = self.token_embedding(ids) + self.position_embedding(positions)
+        new_kv = []
+        for layer, block in enumerate(self.blocks):
+            if past is None:
+                empty = x.new_zeros(x.shape[0], block.heads, 0, x.shape[2] // block.heads)
+                past_keys, past_values = empty, empty
+            else:
+                past_keys, past_values = past[layer, 0], past[layer, 1]
+            x, keys, values = block.forward_cached(x, past_keys, past_values, mask)
+            new_kv.append(torch.stack((keys, values)))
+        last = self.norm(x[:, -1])
+        return self.lm_head(last), self.value_head(last).squeeze(-1), torch.stack(new_kv)
+
     def features(self, ids: torch.Tensor) -> torch.Tensor:
         """``[B, T, width]``: the last hidden state, which both heads read."""
         _, t = ids.shape

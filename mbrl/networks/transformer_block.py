@@ -7,6 +7,8 @@ model (`llm_bridge.models.transformer`); the core owns it because imports point 
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -36,9 +38,9 @@ class TransformerBlock(nn.Module):
         networks that read only the last position (the chess transformer's heads).
         ``keys [B, T]`` (bidirectional blocks only): the positions that may be attended to
         (False on padding)."""
-        b, _, c = x.shape
         if keys is not None and self.causal:
             raise ValueError("a key mask is for bidirectional blocks (causal=False)")
+        b, _, c = x.shape
         q, k, v = self.qkv(self.norm1(x)).split(c, dim=2)
         if last_only:  # the last query sees every key, so no causal mask is needed
             q, x = q[:, -1:], x[:, -1:]
@@ -49,6 +51,30 @@ class TransformerBlock(nn.Module):
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=causal, dropout_p=dropout
         )
+        return self._finish(x, y)
+
+    def forward_cached(
+        self, x: torch.Tensor, past_keys: torch.Tensor, past_values: torch.Tensor, mask
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """New positions ``x [B, N, C]`` after cached ones (``past_keys``/``past_values``
+        ``[B, H, P, D]``), as in eval mode (no dropout, whatever the module's mode). ``mask [B, N, P + N]`` bool: True where a new position
+        may attend (the caller builds the causal pattern). Returns the output ``[B, N, C]`` and
+        the new positions' keys and values ``[B, H, N, D]`` each, for the next call's cache."""
+        b, _, c = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, -1, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        # Attention over the past and the new keys as two products, not one over their
+        # concatenation: copying the past per layer cost as much as the attention itself.
+        past_width = past_keys.shape[2]
+        scores = torch.cat((q @ past_keys.transpose(2, 3), q @ k.transpose(2, 3)), dim=3)
+        scores = (scores / math.sqrt(q.shape[3])).masked_fill(~mask[:, None], float("-inf"))
+        weights = torch.softmax(scores, dim=3)
+        y = weights[..., :past_width] @ past_values + weights[..., past_width:] @ v
+        return self._finish(x, y), k, v
+
+    def _finish(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The residual after attention's output ``y [B, H, T, D]``, then the MLP's."""
+        b, _, c = x.shape
         x = x + self.proj(y.transpose(1, 2).reshape(b, -1, c))
         return x + self.mlp(self.norm2(x))
 

@@ -58,6 +58,24 @@ def test_each_method_runs_a_round_after_pretraining(tmp_path, method):
     assert load_lm(tmp_path).state["round"] == 1
 
 
+@pytest.mark.parametrize("method", ["distill", "sft_verified"])
+def test_a_round_with_the_kv_cache_collects_what_recompute_collects(tmp_path, method):
+    """``llm.kv_cache=true`` reaches the round's decoding: the same passes and solve rate (the
+    numbers differ only by float rounding, far below any sampling or search decision here)."""
+    records = {}
+    for kv_cache in (False, True):
+        run_dir = tmp_path / str(kv_cache)
+        cfg = composed(
+            f"experiment=countdown_{method}",
+            f"run_dir={run_dir}",
+            *TINY,
+            f"llm.kv_cache={kv_cache}",
+        )
+        records[kv_cache] = train_text(cfg)["rounds"][1]
+    for key in ("data_passes", "train_solve_rate", "examples"):
+        assert records[True][key] == records[False][key]
+
+
 def test_a_rerun_resumes_after_the_last_round_and_decode_reads_the_checkpoint(tmp_path):
     cfg = composed("experiment=countdown_distill", f"run_dir={tmp_path}", *TINY)
     train_text(cfg)
