@@ -74,10 +74,11 @@ bench-cartpole: setup  ## MuZero, Gumbel MuZero, EfficientZero on CartPole to 47
 bench-atari: setup  ## the atari100k_ez preset briefly: throughput, time split, projected 100k run
 	$(BIN)/python -m benchmarks.atari_throughput
 
-bench-llm: setup  ## Countdown-24: decoding methods at matched passes, distillation vs SFT vs GRPO, KV reuse
+bench-llm: setup  ## Countdown-24: decoding methods at matched passes, distillation vs SFT vs GRPO, KV caches
 	$(BIN)/python -m benchmarks.countdown_decoding
 	$(BIN)/python -m benchmarks.countdown_distill
 	$(BIN)/python -m benchmarks.llm_kv_reuse --threads 1
+	$(BIN)/python -m benchmarks.tiny_lm_cache
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis outputs
