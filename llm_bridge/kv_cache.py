@@ -2,8 +2,8 @@
 
 A state's cache is a `KVCache`: its root's prompt (one tensor, shared by every descendant), its
 own new tokens and a link to its parent's cache, so a tree stores each token's keys and values
-once. A child runs only its new tokens through the model. One batched call takes
-rows of any past length: each row's past is left-padded to the longest (``[pad | past_i]``), its
+once. A child runs only its new tokens through the model. One batched call takes rows of any
+past length: each row's past is left-padded to the longest (``[pad | past_i]``), its
 new tokens too (``[pad | new_i]``), a key mask hides the pads, and the new tokens carry their true
 positions, so every real token sees exactly the keys, values and positions that a full
 recompute would give it, and each row's last column is its last real token.
@@ -63,7 +63,7 @@ class CachedBatch(NamedTuple):
     positions: ``[B, N]`` int64 each new token's position in its sequence (0 on padding).
     """
 
-    past: torch.Tensor
+    past: torch.Tensor | None
     input_ids: torch.Tensor
     key_mask: torch.Tensor
     positions: torch.Tensor

@@ -63,12 +63,15 @@ class TinyLM(nn.Module):
         self, ids: torch.Tensor, positions: torch.Tensor, past, mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """New tokens ``ids [B, N]`` at ``positions [B, N]`` after cached keys and values
-        ``past [L, 2, B, H, P, D]`` (None: no past), as in eval mode whatever the module's mode (no
-        dropout); ``mask [B, N, P + N]`` as in
-        `llm_bridge.kv_cache.attention_mask`. Returns the logits ``[B, V]`` and value logit
-        ``[B]`` at the last column, and the new tokens' keys and values ``[L, 2, B, H, N, D]``."""
-        if int(positions.max()) >= self.settings.context:
-            raise ValueError(f"a position beyond the context {self.settings.context}")
+        ``past [L, 2, B, H, P, D]`` (None: no past), as in eval mode whatever the module's (no
+        dropout); ``mask [B, N, P + N]`` as `llm_bridge.kv_cache.attention_mask` builds it.
+        Returns the logits ``[B, V]`` and value logit ``[B]`` at the last column, and the new
+        tokens' keys and values ``[L, 2, B, H, N, D]``."""
+        last_position = int(positions.max())
+        if last_position >= self.settings.context:
+            raise ValueError(
+                f"position {last_position} is beyond the context of {self.settings.context} tokens"
+            )
         x = self.token_embedding(ids) + self.position_embedding(positions)
         new_kv = []
         for layer, block in enumerate(self.blocks):

@@ -57,9 +57,10 @@ class TransformerBlock(nn.Module):
         self, x: torch.Tensor, past_keys: torch.Tensor, past_values: torch.Tensor, mask
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """New positions ``x [B, N, C]`` after cached ones (``past_keys``/``past_values``
-        ``[B, H, P, D]``), as in eval mode (no dropout, whatever the module's mode). ``mask [B, N, P + N]`` bool: True where a new position
-        may attend (the caller builds the causal pattern). Returns the output ``[B, N, C]`` and
-        the new positions' keys and values ``[B, H, N, D]`` each, for the next call's cache."""
+        ``[B, H, P, D]``), as in eval mode whatever the module's (no dropout). ``mask
+        [B, N, P + N]`` bool: True where a new position may attend (the caller builds the
+        causal pattern). Returns the output ``[B, N, C]`` and the new positions' keys and
+        values ``[B, H, N, D]`` each, for the next call's cache."""
         b, _, c = x.shape
         q, k, v = self.qkv(self.norm1(x)).split(c, dim=2)
         q, k, v = (z.view(b, -1, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
