@@ -89,15 +89,22 @@ def prompt_states(
 
 def prompt_batch(prompts: Sequence[Sequence[int]]) -> CachedBatch:
     """Whole prompts as new tokens after an empty past (``past`` is None), left-padded."""
-    width = max(len(ids) for ids in prompts)
-    input_ids = torch.zeros(len(prompts), width, dtype=torch.long)
-    key_mask = torch.zeros(len(prompts), width, dtype=torch.bool)
-    positions = torch.zeros(len(prompts), width, dtype=torch.long)
-    for row, ids in enumerate(prompts):
-        input_ids[row, width - len(ids) :] = torch.as_tensor(ids, dtype=torch.long)
-        key_mask[row, width - len(ids) :] = True
-        positions[row, width - len(ids) :] = torch.arange(len(ids))
+    input_ids, key_mask, positions = _new_tokens(prompts, [0] * len(prompts), 0)
     return CachedBatch(None, input_ids, key_mask, positions)
+
+
+def _new_tokens(tokens: Sequence[Sequence[int]], first_positions: Sequence[int], past_width: int):
+    """``(input_ids [B, N], key_mask [B, P + N], positions [B, N])`` for left-padded new tokens
+    after ``past_width`` past columns; the key mask is set on the real new tokens only."""
+    rows, new_width = len(tokens), max(len(ids) for ids in tokens)
+    input_ids = torch.zeros(rows, new_width, dtype=torch.long)
+    key_mask = torch.zeros(rows, past_width + new_width, dtype=torch.bool)
+    positions = torch.zeros(rows, new_width, dtype=torch.long)
+    for row, (ids, first) in enumerate(zip(tokens, first_positions, strict=True)):
+        input_ids[row, new_width - len(ids) :] = torch.as_tensor(ids, dtype=torch.long)
+        key_mask[row, past_width + new_width - len(ids) :] = True
+        positions[row, new_width - len(ids) :] = torch.arange(first, first + len(ids))
+    return input_ids, key_mask, positions
 
 
 def attention_mask(key_mask: torch.Tensor, new_width: int) -> torch.Tensor:
@@ -113,22 +120,15 @@ def attention_mask(key_mask: torch.Tensor, new_width: int) -> torch.Tensor:
 
 def left_padded(parents: Sequence[LMState], tokens: Sequence[Sequence[int]]) -> CachedBatch:
     """The `CachedBatch` that extends each parent (a state with a `KVCache`) by its tokens."""
-    rows = len(parents)
     past = [parent.cache.length for parent in parents]
-    new = [len(ids) for ids in tokens]
-    past_width, new_width = max(past), max(new)
+    past_width = max(past)
+    input_ids, key_mask, positions = _new_tokens(tokens, past, past_width)
     layers, _, heads, _, head_dim = parents[0].cache.prompt.shape
-    buffer = parents[0].cache.prompt.new_zeros(layers, 2, rows, heads, past_width, head_dim)
-    input_ids = torch.zeros(rows, new_width, dtype=torch.long)
-    key_mask = torch.zeros(rows, past_width + new_width, dtype=torch.bool)
-    positions = torch.zeros(rows, new_width, dtype=torch.long)
-    for row, (parent, ids) in enumerate(zip(parents, tokens, strict=True)):
+    buffer = parents[0].cache.prompt.new_zeros(layers, 2, len(parents), heads, past_width, head_dim)
+    for row, parent in enumerate(parents):
         start = past_width - past[row]
         buffer[:, :, row, :, start:past_width] = torch.cat(parent.cache.segments(), dim=-2)
         key_mask[row, start:past_width] = True
-        input_ids[row, new_width - len(ids) :] = torch.as_tensor(ids, dtype=torch.long)
-        key_mask[row, past_width + new_width - len(ids) :] = True
-        positions[row, new_width - len(ids) :] = torch.arange(past[row], past[row] + len(ids))
     return CachedBatch(buffer, input_ids, key_mask, positions)
 
 
