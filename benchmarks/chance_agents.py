@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from benchmarks.learning_runs import compose_train, eval_history
+from mbrl.jsonl_log import append_records, read_records
 from mbrl.train import train
 
 EXPERIMENTS = {"piglet": "piglet_stochastic", "2048": "game2048_stochastic"}
@@ -155,9 +156,7 @@ def main(argv: list[str] | None = None) -> None:
             if game == "piglet" and algo == "stochastic_muzero":
                 final.update(learned_coin(run_dir))
                 history[-1] = final
-            with out.open("a") as file:
-                for record in history:
-                    file.write(json.dumps(record) + "\n")
+            append_records(out, history)
             rows.append(final)
             print(json.dumps(final), flush=True)
     metric = METRIC[game]
@@ -177,10 +176,8 @@ def main(argv: list[str] | None = None) -> None:
             )
     # a reused run appends its evaluations again: the last record of each point counts
     latest = {}
-    for line in out.read_text().splitlines():
-        if line.strip():
-            record = json.loads(line)
-            latest[(record["game"], record["algo"], record["seed"], record["step"])] = record
+    for record in read_records(out):
+        latest[(record["game"], record["algo"], record["seed"], record["step"])] = record
     plot([r for r in latest.values() if r["game"] == game], game, plot_path)
 
 

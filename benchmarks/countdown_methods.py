@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +45,7 @@ from llm_bridge.train_text import (
     train_text,
 )
 from mbrl.evaluation.paired import paired_difference
+from mbrl.jsonl_log import append_records, read_records
 from mbrl.run_dir import check_run_dir
 
 METHODS = ("distill", "opd_search", "opd_teacher", "sft_verified", "grpo", "reinforce")
@@ -65,9 +65,7 @@ def run_key(task: str, method: str, seed: int) -> tuple[str, str, int]:
 
 
 def load_results(path: Path) -> dict[tuple[str, str, int], dict]:
-    if not path.exists():
-        return {}
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = read_records(path)
     return {run_key(r["task"], r["method"], r["seed"]): r for r in rows}
 
 
@@ -84,7 +82,7 @@ def pretrained(task: str, args) -> tuple[str, float]:
     cfg = resumable(cfg)  # another experiment's start (say, a smaller context) is redone
     if cfg.overwrite or not (run_dir / "checkpoints" / "last.ckpt").exists():
         train_text(cfg)
-    first = json.loads((run_dir / "rounds.jsonl").read_text().splitlines()[0])
+    first = read_records(run_dir / "rounds.jsonl")[0]
     return str(run_dir), first["test_greedy_accuracy"]
 
 
@@ -146,7 +144,7 @@ def _rounds_done(run_dir: Path) -> int:
     rounds = run_dir / "rounds.jsonl"
     if not (rounds.exists() and (run_dir / "checkpoints" / "last.ckpt").exists()):
         return 0
-    return max((json.loads(line)["round"] for line in rounds.read_text().splitlines()), default=0)
+    return max((record["round"] for record in read_records(rounds)), default=0)
 
 
 def calibrate(cfg, round_prompts: int) -> dict[int, float]:
@@ -231,8 +229,7 @@ def run_grid(args) -> None:
                     "start_accuracy": start_accuracy,
                     "rounds": summary["rounds"],  # rounds 1, 2, ... (round 0 is the start)
                 }
-                with results_path.open("a") as file:
-                    file.write(json.dumps(row) + "\n")
+                append_records(results_path, [row])
                 done[run_key(task, method, seed)] = row
 
 

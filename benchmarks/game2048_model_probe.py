@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from games.chance import ChanceGame
+from mbrl.jsonl_log import append_records
 from mbrl.loading import LoadedAgent, load_agent
 from mbrl.networks.support import ScalarSupport
 
@@ -196,9 +197,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{r['median']:>7.0f}"
         )
     if args.out:
-        with open(args.out, "a") as file:
-            for r in rows:
-                file.write(json.dumps(r) + "\n")
+        append_records(args.out, rows)
 
 
 if __name__ == "__main__":

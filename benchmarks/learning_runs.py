@@ -3,13 +3,13 @@ and read back its evaluation history (``eval.jsonl``)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from hydra import compose, initialize_config_module
 
 from mbrl.cli._schema import register, to_train_config
 from mbrl.config import TrainConfig
+from mbrl.jsonl_log import read_records
 
 
 def compose_train(*overrides: str) -> TrainConfig:
@@ -19,5 +19,4 @@ def compose_train(*overrides: str) -> TrainConfig:
 
 
 def eval_history(run_dir: str | Path) -> list[dict]:
-    path = Path(run_dir) / "eval.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return read_records(Path(run_dir) / "eval.jsonl")

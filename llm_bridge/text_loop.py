@@ -28,6 +28,7 @@ import torch
 from torch.utils.data import RandomSampler
 
 from llm_bridge.examples import SequenceExample, collate
+from mbrl.jsonl_log import append_records
 from mbrl.selfplay.batch_stream import stream_loader
 
 # (round index >= 1) -> (examples, stats): the round's own data, built with the current model
@@ -184,8 +185,7 @@ class RoundEnd(L.Callback):
 
     def _report(self, record: dict, trainer) -> None:
         print(json.dumps(record), flush=True)
-        with open(self.run_dir / "rounds.jsonl", "a") as file:
-            file.write(json.dumps(record) + "\n")
+        append_records(self.run_dir / "rounds.jsonl", [record])
         if self.tensorboard and trainer.logger:
             scalars = {
                 f"rounds/{key}": value

@@ -19,6 +19,7 @@ from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
 from mbrl.evaluation.episodes import acting_in, run_episodes
 from mbrl.evaluation.exhaustive import SEAT_LABELS, SeatResult, play_exhaustively
 from mbrl.graceful_stop import EvaluationAborted, GracefulStop
+from mbrl.jsonl_log import append_records
 from search import SearchSettings
 
 # Elo matches are between deterministic searchers: without varied openings every game with the
@@ -282,8 +283,7 @@ class EvaluationCallback(PeriodicEvaluation):
         if trainer.logger is not None:
             trainer.logger.log_metrics(self._metrics(record), step=record["step"])
         self._print(record)
-        with self.log_path.open("a") as file:
-            file.write(json.dumps(record) + "\n")
+        append_records(self.log_path, [record])
         if self.elo_pool:
             weights = {k: v.detach().clone() for k, v in weights.items()}
             entry = {"step": record["step"], "rating": record["elo"], "weights": weights}
@@ -454,8 +454,7 @@ class EpisodeEvaluationCallback(PeriodicEvaluation):
             f"min {record['return_min']:.1f}, max {record['return_max']:.1f} over "
             f"{record['episodes']} episodes{extras}"
         )
-        with self.log_path.open("a") as file:
-            file.write(json.dumps(record) + "\n")
+        append_records(self.log_path, [record])
         if self.target_return is not None and record["return_mean"] >= self.target_return:
             self.solved_at = self.solved_at or record
             trainer.should_stop = True

@@ -102,7 +102,7 @@ def test_the_method_comparison_retrains_a_lost_teacher_and_checks_it_against_its
     # A teacher stopped before its last round is finished first, not read as it is.
     (tmp_path / "runs.jsonl").write_text(json.dumps(rows[0]) + "\n")
     teacher_rounds = tmp_path / "countdown24_distill_s0" / "rounds.jsonl"
-    teacher_rounds.write_text("")  # as if killed before its first round ended
+    teacher_rounds.write_text('{"round": 1, "test_gr')  # killed while appending round 1
     countdown_methods.main(["--methods", "opd_teacher", *argv])
     assert "missing or unfinished" in capsys.readouterr().out
     # A record the retrained teacher does not match is reported, not passed over.
