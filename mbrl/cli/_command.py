@@ -25,6 +25,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from mbrl.cli._interrupt import interrupts_never_lost
+
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 TRACEBACK_SWITCH = "HYDRA_FULL_ERROR"
@@ -157,6 +159,11 @@ def console_main(
 
 def run_command(app: str, function: Callable[[], Any]) -> Any:
     """Runs ``function``; a user error or Ctrl-C becomes one line on stderr and an exit."""
+    with interrupts_never_lost():
+        return _run(app, function)
+
+
+def _run(app: str, function: Callable[[], Any]) -> Any:
     if os.environ.get(TRACEBACK_SWITCH) == "1":
         return function()
     try:
