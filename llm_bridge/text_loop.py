@@ -28,7 +28,8 @@ import torch
 from torch.utils.data import RandomSampler
 
 from llm_bridge.examples import SequenceExample, collate
-from mbrl.jsonl_log import append_records
+from mbrl.atomic_file import write_atomically
+from mbrl.jsonl_log import append_records, read_records
 from mbrl.selfplay.batch_stream import stream_loader
 
 # (round index >= 1) -> (examples, stats): the round's own data, built with the current model
@@ -176,6 +177,15 @@ class RoundEnd(L.Callback):
 
     def on_train_start(self, trainer, pl_module) -> None:
         self.data.report = lambda record: self._report(record, trainer)
+        self._match_checkpoint()
+
+    def _match_checkpoint(self) -> None:
+        """``rounds.jsonl`` as the restored checkpoint knows it. A run killed between a round's
+        append and its checkpoint appended a record that the resumed run makes again."""
+        path = self.run_dir / "rounds.jsonl"
+        if read_records(path) != self.data.history:
+            text = "".join(json.dumps(record) + "\n" for record in self.data.history)
+            write_atomically(path, lambda tmp: tmp.write_text(text))
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if self.data.round_complete():

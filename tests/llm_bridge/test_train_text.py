@@ -24,6 +24,7 @@ from llm_bridge.train_text import round_data, task_spec, train_text
 from mbrl.checkpoint import load_checkpoint
 from mbrl.cli._schema import register, to_train_config
 from mbrl.config import OptimConfig
+from mbrl.jsonl_log import append_records, read_records
 from mbrl.system import System
 
 TINY = [
@@ -292,9 +293,13 @@ def test_a_run_stopped_mid_round_resumes_to_the_weights_of_an_unbroken_run(tmp_p
     assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     stopped = load_checkpoint(tmp_path / "b")["TextRounds"]
     assert stopped["round"] == 1 and not stopped["round_finished"] and stopped["draws"] < 400
+    # As if killed after round 1's record was appended but before its checkpoint was written.
+    round_1 = read_records(tmp_path / "a" / "rounds.jsonl")[1]
+    append_records(rounds, [round_1])
     resumed = subprocess.run(command(tmp_path / "b"), capture_output=True, text=True, env=env)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert _same_weights(tmp_path / "a", tmp_path / "b")
+    assert [r["round"] for r in read_records(rounds)] == [0, 1]  # round 1 once
 
 
 def test_keeping_the_optimizer_across_rounds_changes_the_weights(tmp_path):
