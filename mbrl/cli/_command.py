@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import functools
 import os
+import re
 import sys
 import typing
 from collections.abc import Callable, Iterator, Sequence
@@ -93,6 +94,60 @@ def check_overrides(arguments: Sequence[str], schema: type, groups: Sequence[str
             raise UnknownKeyError(message)
 
 
+class CompositionError(ValueError):
+    """An override Hydra cannot apply: an unknown option, a value of the wrong type, bad syntax."""
+
+
+def check_composition(config_name: str, arguments: Sequence[str]) -> None:
+    """Compose the config as Hydra is about to, so that an override it cannot apply is a user
+    error here (one line, status 2) instead of Hydra's multi-line report (status 1), which
+    happens before any handler of ours runs. Multirun sweeps and Hydra's own keys are left to
+    Hydra."""
+    if "-m" in arguments or "--multirun" in arguments:
+        return
+    overrides = [
+        argument
+        for argument in arguments
+        if not argument.startswith("-")
+        and ("=" in argument or argument.startswith("~"))
+        and not argument.lstrip("+~").startswith("hydra")
+    ]
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+
+    try:
+        with initialize_config_module(config_module="configs", version_base="1.3"):
+            compose(config_name=config_name, overrides=overrides)
+    except HydraException as error:
+        raise CompositionError(_composition_message(error)) from None
+
+
+def _composition_message(error: Exception) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    first = re.sub(r"^In '[^']+': ", "", lines[0]) if lines else type(error).__name__
+    if "Available options in" in str(error):  # an unknown option of a config group
+        start = next(i for i, line in enumerate(lines) if line.startswith("Available options"))
+        options = []
+        for line in lines[start + 1 :]:
+            if line.startswith("Config search path"):
+                break
+            options.append(line)
+        group = lines[start].removeprefix("Available options in ").rstrip(":")
+        return f"{first.split(': ', 1)[-1]}; the options in {group} are {', '.join(options)}"
+    if first.startswith("LexerNoViableAltException") or type(error).__name__ == (
+        "OverrideParseException"
+    ):
+        override = first.split(": ", 1)[-1]
+        return (
+            f"cannot parse the override {override} (a value with quotes or spaces needs "
+            "quoting: see https://hydra.cc/docs/advanced/override_grammar/basic)"
+        )
+    if error.__cause__ is not None:  # "Error merging override k=v" from OmegaConf's reason
+        reason = str(error.__cause__).strip().splitlines()[0]
+        return f"{first.removeprefix('Error merging override ')}: {reason}"
+    return first
+
+
 def check_keys(cfg: DictConfig, schema: type) -> None:
     """Refuse keys in the composed config that the schema does not declare."""
     for key in _leaf_keys(OmegaConf.to_container(cfg, resolve=False)):
@@ -152,6 +207,7 @@ def console_main(
 
     def main() -> None:
         run_command(app, lambda: check_overrides(sys.argv[1:], schema))
+        run_command(app, lambda: check_composition(config_name, sys.argv[1:]))
         compose_and_run()
 
     return main

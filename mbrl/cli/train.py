@@ -19,7 +19,12 @@ import hydra
 from omegaconf import DictConfig
 
 from mbrl import registry
-from mbrl.cli._command import check_overrides, config_groups, run_command
+from mbrl.cli._command import (
+    check_composition,
+    check_overrides,
+    config_groups,
+    run_command,
+)
 from mbrl.cli._schema import CONFIG_PATH, TrainCommandConfig, register, to_train_config
 from mbrl.validation import validate
 
@@ -54,6 +59,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 def main() -> None:
     run_command(APP, lambda: check_overrides(sys.argv[1:], TrainCommandConfig, config_groups()))
+    run_command(APP, lambda: check_composition("train", sys.argv[1:]))
     _hydra_main()
 
 

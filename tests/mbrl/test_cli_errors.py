@@ -10,7 +10,14 @@ import pytest
 from hydra import compose, initialize_config_module
 
 from llm_bridge.decode_command import DecodeCommandConfig, check, read_prompts
-from mbrl.cli._command import UnknownKeyError, check_keys, check_overrides, config_groups
+from mbrl.cli._command import (
+    CompositionError,
+    UnknownKeyError,
+    check_composition,
+    check_keys,
+    check_overrides,
+    config_groups,
+)
 from mbrl.cli._schema import TrainCommandConfig, register, to_train_config
 from mbrl.config import TrainConfig
 from mbrl.evaluate import EvalCommandConfig, evaluate
@@ -51,6 +58,38 @@ def test_groups_hydra_keys_and_game_parameters_are_not_unknown_keys():
         TrainConfig,
         config_groups(),
     )
+
+
+@pytest.mark.parametrize(
+    ("config_name", "override", "message"),
+    [
+        (
+            "train",
+            "game=nope",
+            r"Could not find 'game/nope'; the options in 'game' are .*tic_tac_toe",
+        ),
+        (
+            "train",
+            "trainer.max_steps=1.5",
+            r"^trainer\.max_steps=1\.5: Value '1\.5' of type 'float'",
+        ),
+        ("train", "trainer.batch_size=[1,2]", r"trainer\.batch_size=\[1,2\]: .*'list'"),
+        ("train", "+seed=3", r"seed"),
+        ("train", "run_dir=it's", r"cannot parse the override run_dir=it's"),
+    ],
+)
+def test_an_override_hydra_cannot_apply_is_one_line(config_name, override, message):
+    register()
+    with pytest.raises(CompositionError, match=message) as raised:
+        check_composition(config_name, [override])
+    assert "\n" not in str(raised.value)
+
+
+def test_hydras_composition_errors_are_one_line_from_the_console(tmp_path):
+    line = one_line_error(run_cli("mbrl.cli.eval", "games=abc"), "mbrl-eval")
+    assert "games=abc: Value 'abc'" in line
+    line = one_line_error(run_cli("mbrl.cli.train", "algo=nope"), "mbrl-train")
+    assert "Could not find 'algo/nope'" in line
 
 
 def test_a_composed_config_with_an_added_key_is_refused():
