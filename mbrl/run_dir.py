@@ -4,7 +4,8 @@
 experiment. `check_run_dir` (read only) refuses a directory that holds another experiment before
 anything is built; `claim_run_dir` writes the marker only after every part was built, so a start
 that fails (an unsupported game, a bad value) leaves the directory as it was and the corrected
-command runs. ``overwrite=true`` deletes only what this project writes, and only in a directory
+command runs; so does one that failed after the claim but before it wrote anything a resume could
+continue from (`holds_work`). ``overwrite=true`` deletes only what this project writes, and only in a directory
 that holds a run: never a file of the user's.
 """
 
@@ -60,7 +61,7 @@ def check_run_dir(cfg: TrainConfig) -> Path:
     marker = run_dir / EXPERIMENT_FILE
     if run_dir.exists() and not run_dir.is_dir():
         raise NotADirectoryError(f"run_dir={run_dir} is a file, not a directory")
-    if not marker.exists() or cfg.overwrite:
+    if not marker.exists() or cfg.overwrite or not holds_work(run_dir):
         return run_dir
     try:
         saved = json.loads(marker.read_text())
@@ -82,6 +83,16 @@ def check_run_dir(cfg: TrainConfig) -> Path:
             f"run_dir=..., or pass overwrite=true to delete it and start afresh."
         )
     return run_dir
+
+
+# What a resume would continue from: a start that failed before writing any of these (a bad
+# value met at the first search, say) left only its marker, and the corrected command may
+# enter the directory as a new experiment.
+WORK_FILES = ("checkpoints/*.ckpt", "checkpoints/last.pt", "eval.jsonl", "rounds.jsonl")
+
+
+def holds_work(run_dir: Path) -> bool:
+    return any(any(Path(run_dir).glob(pattern)) for pattern in WORK_FILES)
 
 
 def clear_run(run_dir: Path) -> list[Path]:
@@ -106,8 +117,8 @@ def claim_run_dir(cfg: TrainConfig) -> Path:
     """Enter ``cfg.run_dir`` for this experiment (after `check_run_dir` and after every part
     was built): clear it first with ``overwrite=true``, then write the marker."""
     run_dir = check_run_dir(cfg)
-    if cfg.overwrite:
-        clear_run(run_dir)
+    if cfg.overwrite or not holds_work(run_dir):
+        clear_run(run_dir)  # also what a failed start left (its marker, its TensorBoard files)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / EXPERIMENT_FILE).write_text(json.dumps(identity(cfg), indent=1, sort_keys=True))
     return run_dir

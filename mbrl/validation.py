@@ -4,6 +4,7 @@ field name a part knows it by)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from games.opponents import OPPONENT_SPECS
@@ -18,6 +19,7 @@ OPENING_KINDS = (*BOARD_KINDS, "chance")  # games whose envs play random opening
 # names the key as typed (the parts' own checks know only their field names).
 AT_LEAST = {
     "game.max_moves": 0,
+    "trainer.max_steps": 1,
     "trainer.batch_size": 1,
     "trainer.num_games": 1,
     "trainer.sync_every": 1,
@@ -69,8 +71,10 @@ def validate(cfg: TrainConfig) -> None:
         kinds = " | ".join(registry.GAME_KINDS)
         raise ValueError(f"game.kind must be one of {kinds}, got {kind!r}")
     check_at_least(cfg, AT_LEAST)
-    if not cfg.trainer.replay_ratio > 0:
-        raise ValueError(f"trainer.replay_ratio must be > 0, got {cfg.trainer.replay_ratio}")
+    if not (math.isfinite(cfg.trainer.replay_ratio) and cfg.trainer.replay_ratio > 0):
+        raise ValueError(
+            f"trainer.replay_ratio must be a finite number > 0, got {cfg.trainer.replay_ratio}"
+        )
     if not cfg.eval.opponents and cfg.game.kind == "openspiel" and not cfg.eval.exhaustive:
         raise ValueError(
             f"eval.opponents=[] names no opponent; give one or more of {OPPONENT_SPECS}"

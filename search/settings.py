@@ -49,6 +49,19 @@ class SearchSettings:
             raise ValueError(f"search.policy must be one of {SEARCH_POLICIES}, got {self.policy!r}")
         if self.num_simulations < 1:
             raise ValueError(f"search.num_simulations must be >= 1, got {self.num_simulations}")
+        # The policies check these too, but only at the first search: after a run has begun.
+        _check_range("dirichlet_alpha", self.dirichlet_alpha, "> 0", lambda x: x > 0)
+        _check_range(
+            "dirichlet_fraction", self.dirichlet_fraction, "in [0, 1]", lambda x: 0 <= x <= 1
+        )
+        _check_range("pb_c_init", self.pb_c_init, ">= 0", lambda x: x >= 0)
+        _check_range("pb_c_base", self.pb_c_base, "> 0", lambda x: x > 0)
+        _check_range("gumbel_scale", self.gumbel_scale, ">= 0", lambda x: x >= 0)
+
+
+def _check_range(name: str, value: float, accepted: str, ok: Callable[[float], bool]) -> None:
+    if not (np.isfinite(value) and ok(value)):
+        raise ValueError(f"search.{name} must be a finite number {accepted}, got {value}")
 
 
 def run(

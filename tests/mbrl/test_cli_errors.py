@@ -150,6 +150,10 @@ def test_an_impossible_board_size_is_refused_naming_the_parameter(tiny_config, t
         ("trainer.num_games=0", "trainer.num_games must be >= 1, got 0"),
         ("search.eval_simulations=-5", "search.eval_simulations must be >= 0, got -5"),
         ("eval.opponents=[]", "eval.opponents=[] names no opponent"),
+        ("trainer.max_steps=-5", "trainer.max_steps must be >= 1, got -5"),
+        ("trainer.replay_ratio=inf", "trainer.replay_ratio must be a finite number > 0, got inf"),
+        ("search.dirichlet_alpha=-1", "search.dirichlet_alpha must be a finite number > 0"),
+        ("search.dirichlet_fraction=2", "search.dirichlet_fraction must be a finite number in"),
     ],
 )
 def test_training_settings_are_refused_by_the_key_the_user_typed(tiny_config, override, message):

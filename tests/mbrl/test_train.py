@@ -76,6 +76,22 @@ def test_a_run_dir_holding_another_experiment_is_refused(tiny_config, trained_ru
         train(tiny_config(f"run_dir={run_dir}", "model.channels=16"))
 
 
+def test_a_run_dir_whose_start_failed_before_any_work_takes_the_corrected_command(
+    tiny_config, tmp_path
+):
+    from mbrl.run_dir import claim_run_dir
+
+    failed = tiny_config(f"run_dir={tmp_path}", "model.channels=16")
+    claim_run_dir(failed)  # as a start that failed after its claim, before any checkpoint
+    (tmp_path / "tb").mkdir()
+    (tmp_path / "tb" / "events.out.tfevents.1").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("mine")
+    summary = train(tiny_config(f"run_dir={tmp_path}", "trainer.max_steps=2"))
+    assert summary["steps"] == 2 and (tmp_path / "notes.txt").read_text() == "mine"
+    assert not (tmp_path / "tb" / "events.out.tfevents.1").exists()
+    assert '"model.channels": 8' in (tmp_path / "experiment.json").read_text()
+
+
 def test_the_training_time_limit_leaves_evaluations_out(tiny_config, tmp_path):
     cfg = tiny_config(
         f"run_dir={tmp_path}",
