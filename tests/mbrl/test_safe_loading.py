@@ -99,3 +99,17 @@ def test_mbrl_decode_refuses_a_crafted_file_in_one_line(tmp_path, marker):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "refused" in lines[0] and "Traceback" not in result.stderr
     assert "weights_only" not in result.stderr + result.stdout
+
+
+def test_bytes_flipped_inside_a_tensor_are_refused_by_the_zip_checksums(tmp_path):
+    from mbrl.checkpoint import CorruptCheckpointError
+
+    path = tmp_path / "last.ckpt"
+    torch.save({"weight": torch.full((1000,), 7.0)}, path)
+    assert torch.equal(load_safely(path)["weight"], torch.full((1000,), 7.0))
+    data = bytearray(path.read_bytes())
+    middle = data.index(torch.full((8,), 7.0).numpy().tobytes()) + 2000
+    data[middle] ^= 0xFF  # torch.load alone would return a 7.0 changed into another number
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptCheckpointError, match=r"last\.ckpt is corrupt: its entry data/0"):
+        load_safely(path)
