@@ -41,7 +41,7 @@ _STEP_OPS = ((False, "+"), (False, "-"), (True, "-"), (False, "*"), (False, "/")
 _LITERAL = r"[0-9]+(?:\|[0-9]+)?"
 _STEP = re.compile(rf"({_LITERAL})([-+*/])({_LITERAL})=({_LITERAL})")
 _PARTIAL_STEP = re.compile(r"([0-9|]*)(?:([-+*/])([0-9|]*)(?:=([0-9|]*))?)?")
-_PROMPT = re.compile(r"([0-9]+(?: [0-9]+)+)>([0-9]+):\s*\Z")
+_DIGITS = frozenset("0123456789")
 _NOTHING: frozenset[str] = frozenset()
 
 State = tuple[Fraction, ...]  # the current multiset, sorted ascending so equal states are equal
@@ -72,13 +72,41 @@ class Puzzle:
     def from_prompt(cls, prompt: str) -> Puzzle:
         """The puzzle whose prompt ends ``prompt`` (trailing whitespace ignored, so instructions
         or worked examples may come before it). Raises ValueError if there is none."""
-        match = _PROMPT.search(prompt)
-        if match is None:
-            raise ValueError(f"no Countdown prompt like '1 3 4 6>24:' at the end of {prompt!r}")
+        found = _puzzle_at_end(prompt)
+        if found is None:
+            raise ValueError(
+                f"no Countdown prompt like '1 3 4 6>24:' at the end of {_tail(prompt)}"
+            )
+        numbers, target = found
         try:
-            return cls(tuple(map(int, match[1].split())), int(match[2]))
+            return cls(tuple(map(int, numbers.split(" "))), int(target))
         except ValueError as error:  # e.g. more digits than int() accepts
-            raise ValueError(f"bad Countdown prompt {prompt!r}: {error}") from None
+            raise ValueError(f"bad Countdown prompt {_tail(prompt)}: {error}") from None
+
+
+def _puzzle_at_end(prompt: str) -> tuple[str, str] | None:
+    """``(numbers, target)`` of the ``"1 3 4 6>24:"`` that ends ``prompt`` (trailing whitespace
+    ignored; the numbers single-spaced, as many as precede the ``>`` so), or None. A scan from
+    the end, linear in the prompt: a regular expression searched from every start position
+    took time quadratic in a long run of digits (minutes for a 200 KB line)."""
+    text = prompt.rstrip()
+    if not text.endswith(":"):
+        return None
+    head, arrow, target = text[:-1].rpartition(">")
+    if not arrow or not target or not _DIGITS.issuperset(target):
+        return None
+    start = len(head)
+    while start > 0 and (head[start - 1] in _DIGITS or head[start - 1] == " "):
+        start -= 1
+    numbers = head[start:].split("  ")[-1].lstrip(" ")  # after the last double space
+    if " " not in numbers or numbers.endswith(" "):
+        return None
+    return numbers, target
+
+
+def _tail(prompt: str, width: int = 60) -> str:
+    """The prompt's end, quoted, for an error message (a prompt may be long)."""
+    return repr(prompt) if len(prompt) <= width else f"...{prompt[-width:]!r}"
 
 
 class Verdict(NamedTuple):

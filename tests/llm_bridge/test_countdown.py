@@ -46,6 +46,33 @@ def test_prompt_format_round_trips():
         Puzzle.from_prompt("1 3 4 6 = 24")
 
 
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("x12 3>5:", ((3, 12), 5)),  # digits after a letter
+        ("1  3 4 6>24: \t", ((3, 4, 6), 24)),  # after a double space; trailing whitespace
+        ("worked: 2 5>10:\n 7 8>15:", ((7, 8), 15)),
+        ("1 3 >24:", None),
+        ("7>24:", None),
+        ("1 3>24", None),
+        ("1 3>2\u0664:", None),  # a non-ASCII digit
+    ],
+)
+def test_the_puzzle_is_read_from_the_end_of_the_prompt(prompt, expected):
+    if expected is None:
+        with pytest.raises(ValueError, match="no Countdown prompt"):
+            Puzzle.from_prompt(prompt)
+    else:
+        assert Puzzle.from_prompt(prompt) == Puzzle(*expected)
+
+
+@pytest.mark.parametrize("prompt", ["7" * 1_000_000, "1 " * 500_000 + ">24:"])
+def test_a_huge_prompt_is_refused_at_once_with_a_short_message(prompt):
+    with pytest.raises(ValueError, match="no Countdown prompt") as refused:
+        Puzzle.from_prompt(prompt)  # a regular expression took minutes on these
+    assert len(str(refused.value)) < 200
+
+
 def test_puzzle_rejects_bad_numbers():
     with pytest.raises(ValueError, match="two or more"):
         Puzzle((5,))
