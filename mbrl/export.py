@@ -72,7 +72,7 @@ def export(cfg: ExportCommandConfig) -> dict:
         )
     if cfg.check_positions < 1:
         raise ValueError(f"check_positions must be >= 1, got {cfg.check_positions}")
-    out = Path(cfg.out) if cfg.out else _run_dir(Path(cfg.checkpoint)) / "model.onnx"
+    out = _check_out(Path(cfg.out) if cfg.out else _run_dir(Path(cfg.checkpoint)) / "model.onnx")
     network = loaded.network.eval()
     observations = sample_observations(loaded.game, cfg.check_positions, cfg.seed)
     example = torch.from_numpy(observations[:2])
@@ -107,14 +107,33 @@ def export(cfg: ExportCommandConfig) -> dict:
         from games.chess_tokens import move_vocabulary
 
         info["moves"] = list(move_vocabulary())  # logits[i] is the move moves[i] (UCI)
-    write_atomically(
-        out.with_suffix(".json"), lambda path: Path(path).write_text(json.dumps(info, indent=1))
-    )
+    try:
+        write_atomically(
+            out.with_suffix(".json"),
+            lambda path: Path(path).write_text(json.dumps(info, indent=1)),
+        )
+    except BaseException:
+        out.unlink(missing_ok=True)  # a model without its description is not an export
+        raise
     print(
         f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) and {out.with_suffix('.json').name}; "
         f"onnxruntime matches torch on {len(observations)} positions within {worst:.2g}"
     )
     return info
+
+
+def _check_out(out: Path) -> Path:
+    """``out``, after refusing what the export could not write (checked before it runs)."""
+    if out.suffix != ".onnx":
+        raise ValueError(
+            f"out={out} must name a .onnx file (its description goes beside it, .json)"
+        )
+    for path in (out, out.with_suffix(".json")):
+        if path.is_dir():
+            raise IsADirectoryError(f"out={out}: {path} is a directory, not a file")
+    if out.parent.exists() and not out.parent.is_dir():
+        raise NotADirectoryError(f"out={out}: {out.parent} is a file, not a directory")
+    return out
 
 
 def _export(network: torch.nn.Module, example: torch.Tensor, names: list[str]):

@@ -56,3 +56,23 @@ def test_a_missing_extra_is_refused_naming_the_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "onnxscript", None)  # as if not installed
     with pytest.raises(ValueError, match=r"mbrl-export needs onnxscript: pip install"):
         export(ExportCommandConfig(checkpoint=str(tmp_path)))
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("model.json", r"must name a \.onnx file"),
+        ("taken.onnx", r"taken\.onnx is a directory, not a file"),
+        ("m.onnx", r"m\.json is a directory, not a file"),  # where its description goes
+    ],
+)
+def test_an_out_path_the_export_cannot_write_is_refused_before_it_runs(
+    trained_run, tmp_path, name, message
+):
+    run_dir, _ = trained_run
+    (tmp_path / "taken.onnx").mkdir()
+    (tmp_path / "m.json").mkdir()
+    before = sorted(tmp_path.iterdir())
+    with pytest.raises(OSError if "directory" in message else ValueError, match=message):
+        export(ExportCommandConfig(checkpoint=str(run_dir), out=str(tmp_path / name)))
+    assert sorted(tmp_path.iterdir()) == before  # nothing written, no model left behind
