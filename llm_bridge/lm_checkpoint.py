@@ -60,7 +60,14 @@ def load_lm(path: str | Path) -> LoadedLM:
 def _from_core_checkpoint(saved: dict, path: Path) -> LoadedLM:
     metadata = saved[METADATA_KEY]
     if metadata.get("kind") != KIND:
-        raise ValueError(f"{path} is not an llm_bridge LM checkpoint (kind {KIND!r})")
+        game = (
+            metadata.get("game", {}).get("name") if isinstance(metadata.get("game"), dict) else None
+        )
+        held = f"an agent for the game {game!r}" if game else f"kind {metadata.get('kind')!r}"
+        raise ValueError(
+            f"{path} holds {held}, not a language model (evaluate or play it with mbrl-eval "
+            "or mbrl-play)"
+        )
     model = TinyLM(TinyLMSettings(**metadata["settings"]))
     model.load_state_dict(network_weights(saved))
     rounds = saved.get(ROUNDS_STATE, {})

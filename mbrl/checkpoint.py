@@ -125,6 +125,8 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
             )
         path = candidate
     if not path.exists():
+        if path.is_symlink():
+            raise FileNotFoundError(f"checkpoint {path} is a symbolic link to nothing (or a loop)")
         raise FileNotFoundError(f"checkpoint {path} does not exist")
     checkpoint = load_safely(path)
     if not isinstance(checkpoint, dict) or METADATA_KEY not in checkpoint:

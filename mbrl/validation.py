@@ -71,6 +71,8 @@ def validate(cfg: TrainConfig) -> None:
         kinds = " | ".join(registry.GAME_KINDS)
         raise ValueError(f"game.kind must be one of {kinds}, got {kind!r}")
     check_at_least(cfg, AT_LEAST)
+    if cfg.seed < 0:
+        raise ValueError(f"seed must be >= 0, got {cfg.seed}")
     if not (math.isfinite(cfg.trainer.replay_ratio) and cfg.trainer.replay_ratio > 0):
         raise ValueError(
             f"trainer.replay_ratio must be a finite number > 0, got {cfg.trainer.replay_ratio}"

@@ -9,7 +9,7 @@ import time
 import pytest
 from hydra import compose, initialize_config_module
 
-from llm_bridge.decode_command import DecodeCommandConfig, check, read_prompts
+from llm_bridge.decode_command import DecodeCommandConfig, check, read_prompts, run_decode
 from mbrl.cli._command import (
     CompositionError,
     UnknownKeyError,
@@ -151,6 +151,7 @@ def test_an_impossible_board_size_is_refused_naming_the_parameter(tiny_config, t
         ("search.eval_simulations=-5", "search.eval_simulations must be >= 0, got -5"),
         ("eval.opponents=[]", "eval.opponents=[] names no opponent"),
         ("trainer.max_steps=-5", "trainer.max_steps must be >= 1, got -5"),
+        ("seed=-1", "seed must be >= 0, got -1"),
         ("trainer.replay_ratio=inf", "trainer.replay_ratio must be a finite number > 0, got inf"),
         ("search.dirichlet_alpha=-1", "search.dirichlet_alpha must be a finite number > 0"),
         ("search.dirichlet_fraction=2", "search.dirichlet_fraction must be a finite number in"),
@@ -188,6 +189,16 @@ def test_eval_and_play_refuse_bad_counts_naming_the_key(trained_run):
         evaluate(EvalCommandConfig(checkpoint=str(run_dir), simulations=-5))
     with pytest.raises(ValueError, match=r"simulations must be >= 0 .* or -1 .*got -2"):
         play(PlayConfig(checkpoint=str(run_dir), simulations=-2), input, print)
+
+
+def test_decode_and_checkpoint_paths_are_refused_saying_what_they_hold(trained_run, tmp_path):
+    run_dir, _ = trained_run
+    with pytest.raises(ValueError, match=r"holds an agent for the game 'tic_tac_toe', not a "):
+        run_decode(DecodeCommandConfig(checkpoint=str(run_dir)))
+    loop = tmp_path / "loop.ckpt"
+    loop.symlink_to(loop)
+    with pytest.raises(FileNotFoundError, match=r"loop\.ckpt is a symbolic link to nothing"):
+        evaluate(EvalCommandConfig(checkpoint=str(loop)))
 
 
 def test_play_reasks_every_odd_input(trained_run):
