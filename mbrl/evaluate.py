@@ -12,6 +12,7 @@ from rich.progress import track
 from rich.table import Table
 
 from games.opponents import OPPONENT_SPECS, make_opponent
+from mbrl.atomic_file import write_atomically
 from mbrl.evaluation import play_match
 from mbrl.evaluation.episodes import acting_in, run_episodes
 from mbrl.evaluation.exhaustive import SEAT_LABELS, play_exhaustively
@@ -58,6 +59,7 @@ def evaluate(cfg: EvalCommandConfig) -> dict:
     check(cfg)
     configure_threads()
     loaded = load_agent(cfg.checkpoint)
+    _report_path(cfg, loaded)  # refused now, not after minutes of games
     simulations = loaded.simulations(cfg.simulations)
     agent = loaded.agent(simulations)
     if loaded.kind == "chance" and loaded.two_player:
@@ -208,10 +210,22 @@ def _atari_extras(cfg, loaded, agent, game: str, returns: np.ndarray, report: di
         Console().print(f"video of one episode (return {total:.1f}) written to {path}")
 
 
-def _write_report(cfg: EvalCommandConfig, loaded, report: dict) -> dict:
+def _report_path(cfg: EvalCommandConfig, loaded) -> Path:
+    """Where the results go, after refusing a path that cannot take a file."""
     output = Path(cfg.output) if cfg.output else _run_dir(loaded.path) / "eval_results.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=1))
+    if output.is_dir():
+        raise IsADirectoryError(f"output={output} is a directory; name a .json file in it")
+    for parent in output.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(f"output={output}: {parent} is a file, not a directory")
+            break
+    return output
+
+
+def _write_report(cfg: EvalCommandConfig, loaded, report: dict) -> dict:
+    output = _report_path(cfg, loaded)
+    write_atomically(output, lambda path: Path(path).write_text(json.dumps(report, indent=1)))
     Console().print(f"results written to {output}")
     return report
 

@@ -195,6 +195,8 @@ def test_decode_and_checkpoint_paths_are_refused_saying_what_they_hold(trained_r
     run_dir, _ = trained_run
     with pytest.raises(ValueError, match=r"holds an agent for the game 'tic_tac_toe', not a "):
         run_decode(DecodeCommandConfig(checkpoint=str(run_dir)))
+    with pytest.raises(IsADirectoryError, match=r"output=.* is a directory; name a \.json file"):
+        evaluate(EvalCommandConfig(checkpoint=str(run_dir), output=str(tmp_path), games=400))
     loop = tmp_path / "loop.ckpt"
     loop.symlink_to(loop)
     with pytest.raises(FileNotFoundError, match=r"loop\.ckpt is a symbolic link to nothing"):

@@ -28,8 +28,21 @@ class CtrlCWhileCollected:
             pass
 
 
-def collect_then_wait(seconds: float) -> None:
-    CtrlCWhileCollected()
+def ctrl_c_while_closing():
+    """The same in another kind of finalizer: a generator closed when it is collected."""
+    try:
+        yield
+    finally:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            pass
+
+
+def collect_then_wait(seconds: float, finalizer: str = "__del__") -> None:
+    if finalizer == "__del__":
+        CtrlCWhileCollected()
+    else:
+        next(ctrl_c_while_closing())  # started, then dropped: closed by its finalizer
     gc.collect()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -44,22 +57,29 @@ def ignored(monkeypatch):
     return seen
 
 
-def test_python_alone_swallows_it(python_sigint_handler, ignored):
-    collect_then_wait(0.5)  # no KeyboardInterrupt: the bug this module exists for
+FINALIZERS = ["__del__", "generator"]
+
+
+@pytest.mark.parametrize("finalizer", FINALIZERS)
+def test_python_alone_swallows_it(python_sigint_handler, ignored, finalizer):
+    collect_then_wait(0.5, finalizer)  # no KeyboardInterrupt: the bug this module exists for
     assert ignored == [KeyboardInterrupt]
 
 
-def test_the_handler_delivers_it_once_the_finalizer_has_returned(python_sigint_handler, ignored):
+@pytest.mark.parametrize("finalizer", FINALIZERS)
+def test_it_is_raised_again_once_the_finalizer_has_returned(
+    python_sigint_handler, ignored, finalizer
+):
     with interrupts_never_lost(), pytest.raises(KeyboardInterrupt):
-        collect_then_wait(5.0)
+        collect_then_wait(5.0, finalizer)
     assert ignored == []
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_an_ignored_sigint_stays_ignored():
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        with interrupts_never_lost():
-            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def test_other_ignored_exceptions_still_reach_the_hook_before(ignored):
+    class FailsWhenCollected:
+        def __del__(self):
+            raise RuntimeError("a finalizer's own error")
+
+    with interrupts_never_lost():
+        FailsWhenCollected()
+    assert ignored == [RuntimeError]

@@ -135,6 +135,7 @@ def test_a_run_made_before_a_config_key_existed_still_resumes(tiny_config, tmp_p
 
     cfg = tiny_config(f"run_dir={tmp_path}")
     claim_run_dir(cfg)
+    (tmp_path / "eval.jsonl").write_text("")  # work a resume would continue from
     marker = tmp_path / EXPERIMENT_FILE
     saved = json.loads(marker.read_text())
     del saved["game.kind"], saved["algo.td_steps"]  # keys newer than the run, at their defaults
