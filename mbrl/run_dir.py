@@ -4,9 +4,9 @@
 experiment. `check_run_dir` (read only) refuses a directory that holds another experiment before
 anything is built; `claim_run_dir` writes the marker only after every part was built, so a start
 that fails (an unsupported game, a bad value) leaves the directory as it was and the corrected
-command runs; so does one that failed after the claim but before it wrote anything a resume could
-continue from (`holds_work`). ``overwrite=true`` deletes only what this project writes, and only in a directory
-that holds a run: never a file of the user's.
+command runs; so does one that failed after the claim but before it wrote anything a resume
+could continue from (`holds_work`). ``overwrite=true`` deletes only what this project writes,
+and only in a directory that holds a run: never a file of the user's.
 """
 
 from __future__ import annotations
