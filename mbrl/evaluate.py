@@ -53,6 +53,10 @@ def check(cfg: EvalCommandConfig) -> None:
     for key, low in (("games", 1), ("parallel", 1), ("opening_plies", 0)):
         if getattr(cfg, key) < low:
             raise ValueError(f"{key} must be >= {low}, got {getattr(cfg, key)}")
+    if cfg.video:  # refused now, not after the episodes
+        from mbrl.evaluation.video import check_video_path
+
+        check_video_path(cfg.video)
 
 
 def evaluate(cfg: EvalCommandConfig) -> dict:

@@ -46,14 +46,22 @@ def _check_frames(frames: Sequence[np.ndarray]) -> list[np.ndarray]:
     return checked
 
 
+def check_video_path(path: str | os.PathLike) -> Path:
+    """``path``, after refusing one that cannot take a video (checked before recording)."""
+    path = Path(path)
+    if path.suffix.lower() not in _SUFFIXES:
+        raise ValueError(f"video path must end in .mp4 or .gif, got {str(path)!r}")
+    if path.is_dir():
+        raise IsADirectoryError(f"video path {str(path)!r} is a directory, not a file")
+    return path
+
+
 def write_video(frames: Sequence[np.ndarray], path: str | os.PathLike, fps: float = 30) -> Path:
     """Write RGB ``frames`` (each ``uint8 [H, W, 3]``) to ``path`` (``.mp4`` or ``.gif``) at
     ``fps`` frames per second; returns the path written, which ends in ``.gif`` when an ``.mp4``
     was asked for but OpenCV could not open an ``mp4v`` writer."""
     frames = _check_frames(frames)
-    path = Path(path)
-    if path.suffix.lower() not in _SUFFIXES:
-        raise ValueError(f"video path must end in .mp4 or .gif, got {str(path)!r}")
+    path = check_video_path(path)
     if not fps > 0:
         raise ValueError(f"fps must be > 0, got {fps}")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -197,6 +197,10 @@ def test_decode_and_checkpoint_paths_are_refused_saying_what_they_hold(trained_r
         run_decode(DecodeCommandConfig(checkpoint=str(run_dir)))
     with pytest.raises(IsADirectoryError, match=r"output=.* is a directory; name a \.json file"):
         evaluate(EvalCommandConfig(checkpoint=str(run_dir), output=str(tmp_path), games=400))
+    for video, refusal in ((tmp_path, ValueError), (tmp_path / "clip.mp4", IsADirectoryError)):
+        (tmp_path / "clip.mp4").mkdir(exist_ok=True)
+        with pytest.raises(refusal, match="video path"):  # before any episode is played
+            evaluate(EvalCommandConfig(checkpoint=str(run_dir), video=str(video)))
     loop = tmp_path / "loop.ckpt"
     loop.symlink_to(loop)
     with pytest.raises(FileNotFoundError, match=r"loop\.ckpt is a symbolic link to nothing"):
