@@ -28,8 +28,7 @@ import torch
 from torch.utils.data import RandomSampler
 
 from llm_bridge.examples import SequenceExample, collate
-from mbrl.atomic_file import write_atomically
-from mbrl.jsonl_log import append_records, read_records
+from mbrl.jsonl_log import append_records, read_records, rewrite_records
 from mbrl.selfplay.batch_stream import stream_loader
 
 # (round index >= 1) -> (examples, stats): the round's own data, built with the current model
@@ -184,8 +183,7 @@ class RoundEnd(L.Callback):
         append and its checkpoint appended a record that the resumed run makes again."""
         path = self.run_dir / "rounds.jsonl"
         if read_records(path) != self.data.history:
-            text = "".join(json.dumps(record) + "\n" for record in self.data.history)
-            write_atomically(path, lambda tmp: tmp.write_text(text))
+            rewrite_records(path, self.data.history)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if self.data.round_complete():

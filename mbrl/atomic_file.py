@@ -52,3 +52,18 @@ def remove_temporaries(directory: Path) -> list[Path]:
     for path in leftovers:
         path.unlink(missing_ok=True)
     return leftovers
+
+
+def check_file_target(path: str | os.PathLike, label: str, hint: str = ", not a file") -> Path:
+    """``path``, after refusing one that no file can be written to: a directory (``label`` is
+    a directory``hint``), or a path under a file. Commands call it before their work, so that
+    a bad output path is refused before minutes of games or an export, not after."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{label} is a directory{hint}")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(f"{label}: {parent} is a file, not a directory")
+            break
+    return path

@@ -12,7 +12,7 @@ from rich.progress import track
 from rich.table import Table
 
 from games.opponents import OPPONENT_SPECS, make_opponent
-from mbrl.atomic_file import write_atomically
+from mbrl.atomic_file import check_file_target, write_atomically
 from mbrl.evaluation import play_match
 from mbrl.evaluation.episodes import acting_in, run_episodes
 from mbrl.evaluation.exhaustive import SEAT_LABELS, play_exhaustively
@@ -217,14 +217,7 @@ def _atari_extras(cfg, loaded, agent, game: str, returns: np.ndarray, report: di
 def _report_path(cfg: EvalCommandConfig, loaded) -> Path:
     """Where the results go, after refusing a path that cannot take a file."""
     output = Path(cfg.output) if cfg.output else _run_dir(loaded.path) / "eval_results.json"
-    if output.is_dir():
-        raise IsADirectoryError(f"output={output} is a directory; name a .json file in it")
-    for parent in output.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise NotADirectoryError(f"output={output}: {parent} is a file, not a directory")
-            break
-    return output
+    return check_file_target(output, f"output={output}", "; name a .json file in it")
 
 
 def _write_report(cfg: EvalCommandConfig, loaded, report: dict) -> dict:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mbrl.atomic_file import write_atomically
+from mbrl.atomic_file import check_file_target, write_atomically
 from mbrl.loading import load_agent
 
 TOLERANCE = 1e-4  # onnxruntime against torch, largest absolute difference of any output
@@ -129,10 +129,7 @@ def _check_out(out: Path) -> Path:
             f"out={out} must name a .onnx file (its description goes beside it, .json)"
         )
     for path in (out, out.with_suffix(".json")):
-        if path.is_dir():
-            raise IsADirectoryError(f"out={out}: {path} is a directory, not a file")
-    if out.parent.exists() and not out.parent.is_dir():
-        raise NotADirectoryError(f"out={out}: {out.parent} is a file, not a directory")
+        check_file_target(path, f"out={out}: {path}")
     return out
 
 

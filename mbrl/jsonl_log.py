@@ -15,19 +15,27 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from mbrl.atomic_file import write_atomically
+
 _CHUNK = 1 << 16
 
 
 def append_records(path: str | Path, records: Iterable[dict]) -> None:
     """Append one line per record (after cutting off a torn last line), flushed to disk."""
     path = Path(path)
-    text = "".join(json.dumps(record) + "\n" for record in records).encode()
+    text = _lines(records)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("ab+") as file:
         _cut_torn_tail(file)
         file.write(text)
         file.flush()
         os.fsync(file.fileno())
+
+
+def rewrite_records(path: str | Path, records: Iterable[dict]) -> None:
+    """Replace ``path``'s records with ``records``, atomically (a resume that knows better)."""
+    text = _lines(records)
+    write_atomically(Path(path), lambda tmp: tmp.write_bytes(text))
 
 
 def read_records(path: str | Path) -> list[dict]:
@@ -45,6 +53,10 @@ def read_records(path: str | Path) -> list[dict]:
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}, line {number}: not a JSON record ({error.msg})") from None
     return records
+
+
+def _lines(records: Iterable[dict]) -> bytes:
+    return "".join(json.dumps(record) + "\n" for record in records).encode()
 
 
 def _cut_torn_tail(file) -> None:

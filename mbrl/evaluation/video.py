@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 
 from games import TimeStep
-from mbrl.atomic_file import write_atomically
+from mbrl.atomic_file import check_file_target, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,7 @@ def check_video_path(path: str | os.PathLike) -> Path:
     path = Path(path)
     if path.suffix.lower() not in _SUFFIXES:
         raise ValueError(f"video path must end in .mp4 or .gif, got {str(path)!r}")
-    if path.is_dir():
-        raise IsADirectoryError(f"video path {str(path)!r} is a directory, not a file")
-    return path
+    return check_file_target(path, f"video path {str(path)!r}")
 
 
 def write_video(frames: Sequence[np.ndarray], path: str | os.PathLike, fps: float = 30) -> Path:
