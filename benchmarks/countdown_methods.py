@@ -5,14 +5,15 @@ r"""Every LM training method at matched forward passes, over seeds, with paired 
     python -m benchmarks.countdown_methods --report                # the table and plot only
 
 Methods (each ``experiment=countdown_<method>``): ``distill`` (search distillation, the
-reference budget), ``opd_search`` and ``opd_teacher`` (on-policy distillation, the search or
+reference budget), ``search_sft`` (SFT on the verified solutions of distinct searches, which
+run while the next fits the round's budget: ``llm.search_pass_budget``), ``opd_search`` and ``opd_teacher`` (on-policy distillation, the search or
 the same seed's distilled model as teacher), ``sft_verified``, ``grpo``, ``reinforce``. Every
 run of a task starts from the same pre-trained TinyLM (``experiment=countdown_pretrain`` on that
 task, trained first if ``--run-root`` has none) and runs the same rounds; the rounds' sizes are
 ``--protocol`` overrides, shared by all (but GRPO and REINFORCE keep 300 updates a round,
 ``METHOD_PROTOCOL``). Matched compute: distillation's first round sets the
-budget of forward passes per round, and every other method's samples per prompt are set so that
-its first round spends about as much, measured on a calibration subset of the round's prompts
+budget of forward passes per round (or ``--budget``), and every other method's samples per
+prompt are set so that its first round spends about as much, measured on a calibration subset of the round's prompts
 with the pre-trained model at two sample counts (passes grow slower than samples, since samples
 share prefixes; fitted as ``a * n ** b``). ``opd_teacher``'s teacher was trained by the
 ``distill`` run of its seed: that cost is not in its passes.
@@ -48,7 +49,15 @@ from mbrl.evaluation.paired import paired_difference
 from mbrl.jsonl_log import append_records, read_records
 from mbrl.run_dir import check_run_dir
 
-METHODS = ("distill", "opd_search", "opd_teacher", "sft_verified", "grpo", "reinforce")
+METHODS = (
+    "distill",
+    "search_sft",
+    "opd_search",
+    "opd_teacher",
+    "sft_verified",
+    "grpo",
+    "reinforce",
+)
 REFERENCE, BASELINE = "distill", "sft_verified"
 TASKS = {"countdown24": "game=countdown24", "countdown_general": "game=countdown_general"}
 # Every training prompt, three rounds of 1,000 updates. (300 prompts and 300 updates, tried
@@ -188,17 +197,24 @@ def run_grid(args) -> None:
                 if run_key(task, method, seed) in done:
                     continue
                 reference = done.get(run_key(task, REFERENCE, seed))
-                if method != REFERENCE and reference is None:
+                needs_reference = method == "opd_teacher" or (
+                    method != REFERENCE and args.budget is None
+                )
+                if needs_reference and reference is None:
                     raise SystemExit(
-                        f"{task} seed {seed}: run {REFERENCE} first (it sets the budget)"
+                        f"{task} seed {seed}: run {REFERENCE} first (it sets the budget"
+                        f"{' and trains the teacher' if method == 'opd_teacher' else ''})"
                     )
                 extra = []
                 if method == "opd_teacher":
                     ensure_teacher(task, seed, start, reference, args)
                     extra.append(f"llm.opd_teacher={reference['run_dir']}")
                 cfg = method_config(task, method, seed, start, args, *extra)
-                if method != REFERENCE:
-                    budget = reference["rounds"][0]["data_passes"]  # its first round
+                budget = args.budget or (reference and reference["rounds"][0]["data_passes"])
+                if method == "search_sft":  # its searches fill the budget, round after round
+                    extra.append(f"llm.search_pass_budget={budget}")
+                    cfg = method_config(task, method, seed, start, args, *extra)
+                elif method != REFERENCE:
                     prompts = cfg.llm.round_prompts or len(task_from_spec(task_spec(cfg)).train)
                     key = (task, method, cfg.llm.opd_teacher if method == "opd_teacher" else "")
                     if key not in calibrations:
@@ -225,6 +241,7 @@ def run_grid(args) -> None:
                     "method": method,
                     "seed": seed,
                     "samples_per_prompt": cfg.llm.samples_per_prompt,
+                    "budget": budget,  # a round's passes matched (None: distill, it sets it)
                     "run_dir": summary["run_dir"],
                     "start_accuracy": start_accuracy,
                     "rounds": summary["rounds"],  # rounds 1, 2, ... (round 0 is the start)
@@ -368,6 +385,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", default="benchmarks/results/countdown_methods.jsonl")
     parser.add_argument("--run-root", default="runs/bench_methods")
     parser.add_argument("--plot", default="benchmarks/results/countdown_methods.png")
+    parser.add_argument(
+        "--budget",
+        type=int,
+        help="forward passes of a round to match (default: the same seed's distill run's "
+        "first round); lets a grid on another start run without distill",
+    )
     parser.add_argument("--report", action="store_true", help="only print the table and plot")
     parser.add_argument(
         "--protocol",

@@ -13,11 +13,13 @@ from llm_bridge.objectives import DIVERGENCES, REINFORCE_BASELINES
 from mbrl.config import ModelConfig, TrainConfig
 from mbrl.validation import check_at_least, validate
 
-# Pre-training on solver solutions, then rounds of search distillation, on-policy distillation,
-# or the baselines SFT on verified samples, GRPO and REINFORCE.
+# Pre-training on solver solutions, then rounds of search distillation, SFT on the searches'
+# verified solutions, on-policy distillation, or the baselines SFT on verified samples, GRPO and
+# REINFORCE.
 LM_ALGORITHMS = (
     "lm_pretrain",
     "lm_distill",
+    "lm_search_sft",
     "lm_opd",
     "lm_sft_verified",
     "lm_grpo",

@@ -1,5 +1,6 @@
 """Training data for each LM method, built from decodes: pre-training, search distillation,
-SFT on verified samples (STaR / ReST-EM), GRPO and REINFORCE. Pure data building; `llm_bridge.train_text`
+SFT on the searches' verified solutions, SFT on verified samples (STaR / ReST-EM), GRPO and
+REINFORCE. Pure data building; `llm_bridge.train_text`
 runs the rounds.
 """
 
@@ -175,6 +176,34 @@ def verified_examples(
             seen.add(tuple(ids))
             prompt_length = len(env.prompt_ids(items[k // samples_per_item]))
             examples.append(next_token_example(ids, prompt_length, value=1.0))
+    return examples
+
+
+def search_verified_examples(
+    env: TextEnv, items: Sequence[Any], decoded: Decoded, searches_per_item: int
+) -> list[SequenceExample]:
+    """Rejection fine-tuning with the search as the sampler: teacher forcing on every distinct
+    verified completion the item's searches found anywhere in their trees (value 1), where SFT
+    on verified samples has only the samples; each distinct failed decoded completion trains
+    the value head alone (value 0), which the next round's searches steer by. ``decoded`` holds
+    ``searches_per_item`` consecutive searches per item."""
+    if searches_per_item < 1 or len(decoded.ids) != len(items) * searches_per_item:
+        raise ValueError(
+            f"{len(decoded.ids)} decodes do not make {searches_per_item} per item for "
+            f"{len(items)} items"
+        )
+    examples = []
+    for i, item in enumerate(items):
+        prompt_length = len(env.prompt_ids(item))
+        rows = range(i * searches_per_item, (i + 1) * searches_per_item)
+        solved = {s for row in rows for s in (decoded.solutions[row] if decoded.solutions else ())}
+        failed = {tuple(decoded.ids[row]) for row in rows if decoded.rewards[row] <= 0}
+        for ids in sorted(solved):
+            examples.append(next_token_example(ids, prompt_length, value=1.0))
+        for ids in sorted(failed - solved):  # a solution an earlier search found scores 0 later
+            examples.append(
+                SequenceExample(list(ids), [], [], [], value=0.0, value_from=prompt_length - 1)
+            )
     return examples
 
 

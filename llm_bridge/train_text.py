@@ -10,6 +10,9 @@ algorithm's method, and trains ``llm.round_steps`` gradient steps on it:
   after a solution the earlier ones did not find); cross-entropy to the search policy over
   candidate tokens on the decoded and every verified completion found + value to the
   verifier's outcome (`LMObjective`);
+- ``lm_search_sft``: the same searches as ``lm_distill``, but SFT (next-token cross-entropy) on
+  every distinct verified completion they found, the search as rejection sampling's sampler;
+  the value head learns 1 on those and 0 on the searches' failed completions;
 - ``lm_sft_verified``: ``llm.samples_per_prompt`` samples, SFT on the verified ones;
 - ``lm_grpo``: the same samples, GRPO with group-relative advantages (`GRPOObjective`);
 - ``lm_reinforce``: the same samples, REINFORCE with the value head (or the group mean) as
@@ -73,6 +76,7 @@ from llm_bridge.rounds import (
     grpo_examples,
     pretrain_examples,
     reinforce_examples,
+    search_verified_examples,
     verified_examples,
 )
 from llm_bridge.tasks.text_tasks import task_from_spec
@@ -88,6 +92,7 @@ from mbrl.system import System
 from mbrl.threads import configure_threads
 
 ON_POLICY = ("lm_grpo", "lm_reinforce", "lm_opd")  # train on this round's samples only
+SEARCH_ROUNDS = ("lm_distill", "lm_search_sft")  # build a round's data by search decoding
 
 
 def task_spec(cfg: TextTrainConfig) -> dict:
@@ -163,7 +168,7 @@ def round_data(
             return decode_distinct(env, items, **kwargs)
         return decode(env, [item for item in items for _ in range(per_item)], **kwargs)
 
-    if cfg.algo.name == "lm_distill":
+    if cfg.algo.name in SEARCH_ROUNDS:
         n, settings = llm.searches_per_prompt, distill_search_settings(cfg)
         method = "gumbel" if settings.policy == "gumbel" else "mcts"
         if llm.distinct_solutions:
@@ -182,15 +187,18 @@ def round_data(
             decoded = decode_items(
                 n, method=method, budget=settings.num_simulations, seed=seed, settings=settings
             )
-        examples = distill_examples(
-            env,
-            items,
-            decoded,
-            n,
-            solving_searches_only=llm.distinct_solutions,
-            unsolved_targets=llm.unsolved_policy_targets,
-            teacher_force_solutions=llm.teacher_force_solutions,
-        )
+        if cfg.algo.name == "lm_search_sft":
+            examples = search_verified_examples(env, items, decoded, n)
+        else:
+            examples = distill_examples(
+                env,
+                items,
+                decoded,
+                n,
+                solving_searches_only=llm.distinct_solutions,
+                unsolved_targets=llm.unsolved_policy_targets,
+                teacher_force_solutions=llm.teacher_force_solutions,
+            )
     elif cfg.algo.name == "lm_opd":
         n = llm.samples_per_prompt
         decoded, examples, teacher_passes = _on_policy_round(cfg, env, items, seed, teacher)
@@ -219,7 +227,7 @@ def round_data(
     stats["completion_tokens"] = sum(  # sampled or decoded, the cost GRPO is measured in
         len(ids) - len(env.prompt_ids(items[k // n])) for k, ids in enumerate(decoded.ids)
     )
-    if cfg.algo.name == "lm_distill":
+    if cfg.algo.name in SEARCH_ROUNDS:
         stats["searches_per_prompt"] = n
     if cfg.algo.name == "lm_opd":
         stats["teacher_passes"] = teacher_passes
@@ -308,7 +316,7 @@ def train_text(cfg: TextTrainConfig) -> dict:
     if llm.backend != "tiny":
         raise ValueError(f"llm.backend must be 'tiny' for training, got {llm.backend!r}")
     check_overflow(llm.overflow, "llm.overflow")
-    if cfg.algo.name in ("lm_distill", "lm_opd"):
+    if cfg.algo.name in (*SEARCH_ROUNDS, "lm_opd"):
         distill_search_settings(cfg)  # bad search settings fail before pre-training
     run_dir = check_run_dir(cfg)
     quiet_third_party()

@@ -16,7 +16,7 @@ from llm_bridge.decoding import (
     decode,
     decode_distinct,
 )
-from llm_bridge.rounds import distill_examples
+from llm_bridge.rounds import distill_examples, search_verified_examples
 from llm_bridge.step_env import StepTextEnv
 from llm_bridge.train_text import distill_search_settings
 from search import SearchSettings
@@ -221,3 +221,34 @@ def test_repeated_plain_mcts_searches_are_refused_as_identical():
     assert distill_search_settings(distinct).temperature == 0.0  # they differ once one solves
     with pytest.raises(ValueError, match=r"search_pass_budget=1000: must be 0 \(off\), or > 0"):
         distill_search_settings(distill_config(searches_per_prompt=4, search_pass_budget=1000))
+
+
+def test_search_sft_imitates_every_solution_whole_and_values_the_failures():
+    """Rejection fine-tuning on the searches' solutions: each distinct verified completion in
+    the trees is teacher-forced token by token (value 1); the failed one trains the value only."""
+    examples = search_verified_examples(_Env(), ["item"], _two_searches(), searches_per_item=2)
+    assert [(e.ids, e.positions, e.value) for e in examples] == [
+        ([1, 2, 5, 5, 9], [1, 2, 3], 1.0),
+        ([1, 2, 5, 6, 9], [1, 2, 3], 1.0),
+        ([1, 2, 6, 9], [], 0.0),
+    ]
+    assert examples[0].candidates == [[5], [5], [9]] and examples[0].policy == [[1.0]] * 3
+    assert all(e.value_from == 1 for e in examples)
+
+
+def test_search_sft_does_not_call_an_earlier_solution_a_failure():
+    """A distinct search that decodes a solution an earlier one found scores 0 there: that
+    completion stays a solution (value 1), not a value-0 example."""
+    decoded = _two_searches()
+    decoded.rewards = np.array([1.0, 0.0])
+    decoded.ids = [(1, 2, 5, 5, 9), (1, 2, 5, 5, 9)]
+    decoded.solutions = [[(1, 2, 5, 5, 9)], []]
+    examples = search_verified_examples(_Env(), ["item"], decoded, searches_per_item=2)
+    assert [(e.ids, e.value) for e in examples] == [([1, 2, 5, 5, 9], 1.0)]
+
+
+def test_search_sft_refuses_a_decode_of_another_shape():
+    with pytest.raises(ValueError, match="3 decodes do not make 2 per item"):
+        decoded = _two_searches()
+        decoded.ids.append((1, 2))
+        search_verified_examples(_Env(), ["item"], decoded, searches_per_item=2)
