@@ -50,9 +50,7 @@ def composed(*overrides):
         return to_train_config(compose(config_name="train", overrides=list(overrides)))
 
 
-@pytest.mark.parametrize(
-    "method", ["distill", "search_sft", "sft_verified", "grpo", "reinforce"]
-)
+@pytest.mark.parametrize("method", ["distill", "search_sft", "sft_verified", "grpo", "reinforce"])
 def test_each_method_runs_a_round_after_pretraining(tmp_path, method):
     cfg = composed(f"experiment=countdown_{method}", f"run_dir={tmp_path}", *TINY)
     summary = train_text(cfg)
