@@ -19,7 +19,7 @@ from mbrl.evaluation import PolicyOptimality, play_match, rate_against_pool
 from mbrl.evaluation.episodes import acting_in, run_episodes
 from mbrl.evaluation.exhaustive import SEAT_LABELS, SeatResult, play_exhaustively
 from mbrl.graceful_stop import EvaluationAborted, GracefulStop
-from mbrl.jsonl_log import append_records
+from mbrl.jsonl_log import append_records, read_records, rewrite_records
 from search import SearchSettings
 
 # Elo matches are between deterministic searchers: without varied openings every game with the
@@ -69,6 +69,7 @@ class PeriodicEvaluation(L.Callback, ABC):
     step it was taken at, once it is back."""
 
     every: int
+    log_path: Path  # eval.jsonl, one record per evaluation (its "step" among the keys)
     _clock: float | None = None
     train_seconds: float = 0.0
     max_train_seconds: float = 0.0  # 0 = no limit; see `limit_training_time`
@@ -94,6 +95,17 @@ class PeriodicEvaluation(L.Callback, ABC):
         running = 0.0 if self._clock is None else time.perf_counter() - self._clock
         return self.train_seconds + running
 
+    def _forget_evaluations_after(self, step: int) -> None:
+        """A resumed run redoes the steps after its checkpoint, and their evaluations with them:
+        the records of those steps, written before the run was killed, go first, else each
+        would be in ``eval.jsonl`` twice (from two networks that need not agree)."""
+        if not self.log_path.exists():
+            return
+        records = read_records(self.log_path)
+        kept = [record for record in records if record["step"] <= step]
+        if len(kept) < len(records):
+            rewrite_records(self.log_path, kept)
+
     def _out_of_time(self) -> bool:
         return 0 < self.max_train_seconds <= self.training_seconds()
 
@@ -106,6 +118,7 @@ class PeriodicEvaluation(L.Callback, ABC):
 
     def on_train_start(self, trainer, pl_module):
         self._clock = time.perf_counter()
+        self._forget_evaluations_after(trainer.global_step)
         if self._resumed_done() or self._out_of_time():
             trainer.should_stop = True
 

@@ -1,7 +1,7 @@
 """Third-party output a user cannot act on, filtered where it is known and harmless.
 
-Lightning advertises its cloud products at every start ("💡 Tip: ..."), reports TPUs and HPUs
-that a CPU or GPU user does not have, and warns about our data stream's length and logging
+Lightning advertises its cloud products at every start ("💡 Tip: ..."), reports TPUs, HPUs and
+GPUs that the machine does not have, and warns about our data stream's length and logging
 interval, which are deliberate (`mbrl.selfplay.embedded`); torch deprecates a pytree API that
 Lightning still calls. None of it tells the user anything to do, so `quiet_third_party` drops
 exactly those messages (pytest's configuration filters the same warnings) and leaves the rest.
@@ -18,7 +18,15 @@ KNOWN_WARNINGS = (
     # The batch stream reports a length only to stop Lightning's prefetch (BatchStream).
     r"Your `IterableDataset` has `__len__` defined",
 )
-DROPPED_LOG_LINES = ("💡 Tip:", "TPU available: False", "HPU available: False")
+# "GPU available: False, used: False" too: a machine without a GPU has nothing to change, and
+# the line came before the one-line message of an error raised after the Trainer was built.
+# A GPU left unused ("GPU available: True (cuda), used: False") is still reported.
+DROPPED_LOG_LINES = (
+    "💡 Tip:",
+    "TPU available: False",
+    "HPU available: False",
+    "GPU available: False, used: False",
+)
 
 
 class _DropKnownLines(logging.Filter):

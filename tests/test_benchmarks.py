@@ -79,6 +79,28 @@ def test_the_method_comparison_fills_its_grid_resumes_and_reports(tmp_path, caps
     assert "countdown24 distill seed 0" not in capsys.readouterr().out
 
 
+def test_the_method_comparison_matches_a_given_budget_without_a_distill_run(tmp_path, capsys):
+    """``--budget``: SFT's samples are calibrated to it and the search SFT's searches fill it;
+    the searches SFT needs no samples, only the budget (recorded with each row)."""
+    from benchmarks import countdown_methods
+
+    argv = [
+        "--tasks", "countdown24", "--methods", "search_sft,sft_verified", "--seeds", "0",
+        "--budget", "60", "--results", str(tmp_path / "runs.jsonl"), "--run-root",
+        str(tmp_path), "--plot", "", *TINY_LM, "llm.round_steps=2",
+        "--protocol", "llm.round_prompts=8", "llm.rounds=1", "search.num_simulations=2",
+    ]  # fmt: skip
+    countdown_methods.main(argv)
+    rows = {r["method"]: r for r in map(json.loads, (tmp_path / "runs.jsonl").open())}
+    assert set(rows) == {"search_sft", "sft_verified"}
+    assert all(row["budget"] == 60 for row in rows.values())
+    searched = rows["search_sft"]["rounds"][0]
+    assert searched["searches_per_prompt"] >= 1 and searched["examples"] > 0
+    assert "budget 60" in capsys.readouterr().out  # SFT's calibration aimed at it
+    with pytest.raises(SystemExit, match="run distill first"):
+        countdown_methods.main([*argv[:4], "--seeds", "1", *argv[8:]])  # no --budget
+
+
 def test_the_method_comparison_retrains_a_lost_teacher_and_checks_it_against_its_record(
     tmp_path, capsys
 ):

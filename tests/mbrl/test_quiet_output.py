@@ -17,7 +17,14 @@ def test_a_normal_run_prints_each_line_once_and_nothing_it_cannot_act_on(tmp_pat
     repeated = [line for line, count in Counter(lines).items() if count > 1 and len(line) > 20]
     assert not repeated, repeated
     text = result.stdout + result.stderr
-    for noise in ("Tip:", "Warning", "deprecated", "weights_only", "TPU available"):
+    for noise in (
+        "Tip:",
+        "Warning",
+        "deprecated",
+        "weights_only",
+        "TPU available",
+        "GPU available: False",
+    ):
         assert noise not in text, noise
     assert "`Trainer.fit` stopped" in text  # Lightning's own lines still print, once
     assert not (tmp_path / "train.log").exists()  # nor an empty log of Hydra's

@@ -10,6 +10,7 @@ import pytest
 
 from mbrl.checkpoint import load_checkpoint
 from mbrl.graceful_stop import EvaluationAborted, GracefulStop
+from mbrl.jsonl_log import read_records
 from mbrl.run_dir import EXPERIMENT_FILE
 from mbrl.train import train
 
@@ -143,6 +144,22 @@ def test_a_corrupt_last_ckpt_resumes_from_the_newest_step_checkpoint(tiny_config
     assert not leftover.exists() and f"removed {leftover}" in said
     resumed = load_checkpoint(tmp_path)
     assert resumed["global_step"] == 14 and resumed[DATA]["replay"]["total_added"] > 0
+
+
+def test_a_resume_from_an_older_checkpoint_does_not_record_an_evaluation_twice(
+    tiny_config, tmp_path
+):
+    """Killed after the evaluation of step 9 was written but before a checkpoint held it, a run
+    resumes from step 8 and evaluates step 9 again: eval.jsonl keeps that step once."""
+    steps = ("trainer.max_steps=10", "trainer.checkpoint_every=4", "eval.every=3", "eval.games=2")
+    train(tiny_config(f"run_dir={tmp_path}", *steps))
+    log = tmp_path / "eval.jsonl"
+    assert [record["step"] for record in read_records(log)] == [3, 6, 9, 10]
+    for name in ("last.ckpt", "step000010.ckpt"):  # as if killed at step 10, before its write
+        (tmp_path / "checkpoints" / name).unlink(missing_ok=True)
+    summary = train(tiny_config(f"run_dir={tmp_path}", *steps))
+    assert summary["resumed_from"].endswith("step000008.ckpt")
+    assert [record["step"] for record in read_records(log)] == [3, 6, 9, 10]
 
 
 def test_overwrite_leaves_a_directory_that_never_held_a_run_alone(tiny_config, tmp_path):
