@@ -5,16 +5,17 @@ r"""Every LM training method at matched forward passes, over seeds, with paired 
     python -m benchmarks.countdown_methods --report                # the table and plot only
 
 Methods (each ``experiment=countdown_<method>``): ``distill`` (search distillation, the
-reference budget), ``search_sft`` (SFT on the verified solutions of distinct searches, which
-run while the next fits the round's budget: ``llm.search_pass_budget``), ``opd_search`` and ``opd_teacher`` (on-policy distillation, the search or
-the same seed's distilled model as teacher), ``sft_verified``, ``grpo``, ``reinforce``. Every
+reference budget), ``search_sft`` (SFT on the verified solutions of distillation's search, and
+of more distinct searches while the next fits the round's budget: ``llm.search_pass_budget``),
+``opd_search`` and ``opd_teacher`` (on-policy distillation, the search or the same seed's
+distilled model as teacher), ``sft_verified``, ``grpo``, ``reinforce``. Every
 run of a task starts from the same pre-trained TinyLM (``experiment=countdown_pretrain`` on that
 task, trained first if ``--run-root`` has none) and runs the same rounds; the rounds' sizes are
 ``--protocol`` overrides, shared by all (but GRPO and REINFORCE keep 300 updates a round,
 ``METHOD_PROTOCOL``). Matched compute: distillation's first round sets the
 budget of forward passes per round (or ``--budget``), and every other method's samples per
-prompt are set so that its first round spends about as much, measured on a calibration subset of the round's prompts
-with the pre-trained model at two sample counts (passes grow slower than samples, since samples
+prompt are set so that its first round spends about as much, measured on a calibration subset
+of the round's prompts with the pre-trained model at two sample counts (passes grow slower than samples, since samples
 share prefixes; fitted as ``a * n ** b``). ``opd_teacher``'s teacher was trained by the
 ``distill`` run of its seed: that cost is not in its passes.
 

@@ -1,7 +1,6 @@
 """Training data for each LM method, built from decodes: pre-training, search distillation,
 SFT on the searches' verified solutions, SFT on verified samples (STaR / ReST-EM), GRPO and
-REINFORCE. Pure data building; `llm_bridge.train_text`
-runs the rounds.
+REINFORCE. Pure data building; `llm_bridge.train_text` runs the rounds.
 """
 
 from __future__ import annotations
