@@ -59,11 +59,7 @@ def distill_examples(
     ``teacher_force_solutions``: on a verified completion, every position that is no searched
     decision of its item (the tokens the grammar forced: the arithmetic) learns its next token,
     as in SFT."""
-    if searches_per_item < 1 or len(decoded.ids) != len(items) * searches_per_item:
-        raise ValueError(
-            f"{len(decoded.ids)} decodes do not make {searches_per_item} per item for "
-            f"{len(items)} items"
-        )
+    _check_rows(decoded, items, searches_per_item)
     examples = []
     for i, item in enumerate(items):
         rows = range(i * searches_per_item, (i + 1) * searches_per_item)
@@ -78,6 +74,13 @@ def distill_examples(
             )
         )
     return examples
+
+
+def _check_rows(decoded: Decoded, items: Sequence[Any], per_item: int) -> None:
+    if per_item < 1 or len(decoded.ids) != len(items) * per_item:
+        raise ValueError(
+            f"{len(decoded.ids)} decodes do not make {per_item} per item for {len(items)} items"
+        )
 
 
 def _item_examples(
@@ -186,11 +189,7 @@ def search_verified_examples(
     on verified samples has only the samples; each distinct failed decoded completion trains
     the value head alone (value 0), which the next round's searches steer by. ``decoded`` holds
     ``searches_per_item`` consecutive searches per item."""
-    if searches_per_item < 1 or len(decoded.ids) != len(items) * searches_per_item:
-        raise ValueError(
-            f"{len(decoded.ids)} decodes do not make {searches_per_item} per item for "
-            f"{len(items)} items"
-        )
+    _check_rows(decoded, items, searches_per_item)
     examples = []
     for i, item in enumerate(items):
         prompt_length = len(env.prompt_ids(item))
