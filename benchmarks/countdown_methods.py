@@ -34,6 +34,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from benchmarks.learning_runs import compose_train
 from llm_bridge.lm_checkpoint import load_lm
@@ -245,6 +246,9 @@ def run_grid(args) -> None:
                     "budget": budget,  # a round's passes matched (None: distill, it sets it)
                     "run_dir": summary["run_dir"],
                     "start_accuracy": start_accuracy,
+                    # The start (and every run) differs between torch's CPU kernels (AVX-512
+                    # or AVX2 round differently): rows pair only within one.
+                    "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                     "rounds": summary["rounds"],  # rounds 1, 2, ... (round 0 is the start)
                 }
                 append_records(results_path, [row])
@@ -260,6 +264,14 @@ def report(args) -> None:
         if not any(runs.values()):
             continue
         print(f"\n{task}")
+        starts = sorted(
+            {r["start_accuracy"] for by_seed in runs.values() for r in by_seed.values()}
+        )
+        if len(starts) > 1:
+            print(
+                f"  WARNING: rows from different starts ({', '.join(f'{a:.4f}' for a in starts)}): "
+                "pairs across starts are not comparable; keep one start per results file"
+            )
         header = (
             f"{'method':>13} {'seeds':>5} {'start':>6} {'final':>6} {'passes':>9} "
             f"{'tokens':>10}  vs {BASELINE} (paired, 95%)"

@@ -101,6 +101,21 @@ def test_the_method_comparison_matches_a_given_budget_without_a_distill_run(tmp_
         countdown_methods.main([*argv[:4], "--seeds", "1", *argv[8:]])  # no --budget
 
 
+def test_the_method_comparison_warns_when_its_rows_start_from_different_models(tmp_path, capsys):
+    from benchmarks import countdown_methods
+
+    rounds = [{"data_passes": 10, "test_greedy_accuracy": 0.2}]
+    rows = [
+        {"task": "countdown24", "method": method, "seed": 0, "start_accuracy": start,
+         "rounds": rounds}
+        for method, start in (("search_sft", 0.118), ("sft_verified", 0.099))
+    ]  # fmt: skip
+    results = tmp_path / "runs.jsonl"
+    results.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    countdown_methods.main(["--report", "--results", str(results), "--plot", ""])
+    assert "rows from different starts (0.0990, 0.1180)" in capsys.readouterr().out
+
+
 def test_the_method_comparison_retrains_a_lost_teacher_and_checks_it_against_its_record(
     tmp_path, capsys
 ):
