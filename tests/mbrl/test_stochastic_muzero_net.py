@@ -112,4 +112,7 @@ def test_the_chance_codes_learn_pigs_die():
     outer = joint.sum(1, keepdims=True) * joint.sum(0, keepdims=True)
     bits = np.sum(joint[joint > 0] * np.log2(joint[joint > 0] / outer[joint > 0]))
     assert bits > 0.6, bits  # the codes carry the face
-    assert np.abs(sigma - joint.sum(1)).max() < 0.03  # sigma: how often each code happens
+    # sigma: how often each code happens, in total variation. Float rounding moves it (torch's
+    # AVX-512 or AVX2 kernels, 1 or 2 threads: 0.026-0.076, measured 2026-12-07); a uniform
+    # sigma is 0.59-0.78 away. (The largest single error, 0.017-0.043, was too tight a bound.)
+    assert np.abs(sigma - joint.sum(1)).sum() / 2 < 0.15
