@@ -211,12 +211,13 @@ def run_grid(args) -> None:
                 if method == "opd_teacher":
                     ensure_teacher(task, seed, start, reference, args)
                     extra.append(f"llm.opd_teacher={reference['run_dir']}")
-                cfg = method_config(task, method, seed, start, args, *extra)
-                budget = args.budget or (reference and reference["rounds"][0]["data_passes"])
+                budget = None  # distill sets it
+                if method != REFERENCE:
+                    budget = args.budget or reference["rounds"][0]["data_passes"]
                 if method == "search_sft":  # its searches fill the budget, round after round
                     extra.append(f"llm.search_pass_budget={budget}")
-                    cfg = method_config(task, method, seed, start, args, *extra)
-                elif method != REFERENCE:
+                cfg = method_config(task, method, seed, start, args, *extra)
+                if method not in (REFERENCE, "search_sft"):
                     prompts = cfg.llm.round_prompts or len(task_from_spec(task_spec(cfg)).train)
                     key = (task, method, cfg.llm.opd_teacher if method == "opd_teacher" else "")
                     if key not in calibrations:
@@ -243,7 +244,7 @@ def run_grid(args) -> None:
                     "method": method,
                     "seed": seed,
                     "samples_per_prompt": cfg.llm.samples_per_prompt,
-                    "budget": budget,  # a round's passes matched (None: distill, it sets it)
+                    "budget": budget,  # a round's passes matched (None: distill sets it)
                     "run_dir": summary["run_dir"],
                     "start_accuracy": start_accuracy,
                     # The start (and every run) differs between torch's CPU kernels (AVX-512
