@@ -399,9 +399,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", default="benchmarks/results/countdown_methods.jsonl")
     parser.add_argument("--run-root", default="runs/bench_methods")
     parser.add_argument("--plot", default="benchmarks/results/countdown_methods.png")
+
+    def positive(text: str) -> int:
+        if not text.isdigit() or int(text) < 1:
+            raise argparse.ArgumentTypeError(f"must be a whole number of passes >= 1, got {text!r}")
+        return int(text)
+
     parser.add_argument(
         "--budget",
-        type=int,
+        type=positive,
         help="forward passes of a round to match (default: the same seed's distill run's "
         "first round); lets a grid on another start run without distill",
     )

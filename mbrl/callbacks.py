@@ -102,7 +102,7 @@ class PeriodicEvaluation(L.Callback, ABC):
         if not self.log_path.exists():
             return
         records = read_records(self.log_path)
-        kept = [record for record in records if record["step"] <= step]
+        kept = [record for record in records if not _step_after(record, step)]
         if len(kept) < len(records):
             rewrite_records(self.log_path, kept)
 
@@ -372,6 +372,14 @@ class EvaluationCallback(PeriodicEvaluation):
         self.train_seconds = float(state["train_seconds"])
         self.wall_seconds = float(state.get("wall_seconds", self.train_seconds))
         self.perfect_at = json.loads(state.get("perfect_at", "null"))
+
+
+def _step_after(record, step: int) -> bool:
+    """Whether ``record`` is an evaluation of a step after ``step`` (a line that is no such
+    record, edited in by hand, say, is kept as it is)."""
+    return (
+        isinstance(record, dict) and isinstance(record.get("step"), int) and record["step"] > step
+    )
 
 
 def _perfect(record: dict) -> bool:

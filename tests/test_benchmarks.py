@@ -99,6 +99,10 @@ def test_the_method_comparison_matches_a_given_budget_without_a_distill_run(tmp_
     assert "budget 60" in capsys.readouterr().out  # SFT's calibration aimed at it
     with pytest.raises(SystemExit, match="run distill first"):
         countdown_methods.main([*argv[:4], "--seeds", "1", *argv[8:]])  # no --budget
+    for bad in ("0", "-5", "many"):
+        with pytest.raises(SystemExit):  # argparse's one-line error, status 2
+            countdown_methods.main(["--report", "--budget", bad])
+        assert f"must be a whole number of passes >= 1, got '{bad}'" in capsys.readouterr().err
 
 
 def test_the_method_comparison_warns_when_its_rows_start_from_different_models(tmp_path, capsys):

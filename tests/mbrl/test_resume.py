@@ -162,6 +162,18 @@ def test_a_resume_from_an_older_checkpoint_does_not_record_an_evaluation_twice(
     assert [record["step"] for record in read_records(log)] == [3, 6, 9, 10]
 
 
+def test_forgetting_later_evaluations_keeps_lines_that_are_no_evaluation(tmp_path):
+    """eval.jsonl edited by hand: a line that is not a record with a whole-number step stays."""
+    from types import SimpleNamespace
+
+    from mbrl.callbacks import PeriodicEvaluation
+
+    log = tmp_path / "eval.jsonl"
+    log.write_text('{"step": 3}\n[1, 2]\n{"note": "mine"}\n{"step": "9"}\n{"step": 9}\n')
+    PeriodicEvaluation._forget_evaluations_after(SimpleNamespace(log_path=log), 8)
+    assert read_records(log) == [{"step": 3}, [1, 2], {"note": "mine"}, {"step": "9"}]
+
+
 def test_overwrite_leaves_a_directory_that_never_held_a_run_alone(tiny_config, tmp_path):
     important = tmp_path / "checkpoints" / "important_model.ckpt"
     important.parent.mkdir()
